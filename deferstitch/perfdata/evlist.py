@@ -1,0 +1,113 @@
+"""Which attr a record belongs to: attr ids, ID_INDEX, HEADER_ATTR and PERF_SAMPLE_IDENTIFIER.
+
+With one attr there is nothing to choose. With several, perf finds the sample id at a fixed
+place: the first u64 of a SAMPLE and the last u64 of a sample_id trailer when every attr has
+PERF_SAMPLE_IDENTIFIER, else where PERF_SAMPLE_ID sits (all attrs must then share sample_type,
+as perf itself requires: evlist__valid_sample_type).
+"""
+import struct
+
+from ..abi import consts as C
+from ..abi.sample import SampleLayout
+
+# Names perf gives the common software and hardware events, for files without EVENT_DESC.
+_SW = ["cpu-clock", "task-clock", "page-faults", "context-switches", "cpu-migrations",
+       "minor-faults", "major-faults", "alignment-faults", "emulation-faults", "dummy",
+       "bpf-output", "cgroup-switches"]
+_HW = ["cycles", "instructions", "cache-references", "cache-misses", "branches",
+       "branch-misses", "bus-cycles", "stalled-cycles-frontend", "stalled-cycles-backend",
+       "ref-cycles"]
+
+
+def default_name(attr):
+    if attr.type == 1 and attr.config < len(_SW):
+        return _SW[attr.config]
+    if attr.type == 0 and attr.config < len(_HW):
+        return _HW[attr.config]
+    return "event(type=%d,config=%#x)" % (attr.type, attr.config)
+
+
+class EventEntry:
+    """One attr of the session: the attr, its sample ids, its name and its sample layout."""
+
+    __slots__ = ("attr", "ids", "name", "layout", "index")
+
+    def __init__(self, attr, ids, index):
+        self.attr, self.ids, self.index = attr, list(ids), index
+        self.name = default_name(attr)
+        self.layout = SampleLayout(attr)
+
+
+class Evlist:
+    def __init__(self, endian):
+        self.endian = endian
+        self.entries = []
+        self.by_id = {}
+        self._u64 = struct.Struct(endian + "Q")
+        self._sample_id_at = None      # offset of the id in a SAMPLE, None = single attr
+        self._trailer_id_from_end = None
+
+    def add(self, attr, ids, order=None):
+        entry = EventEntry(attr, ids, len(self.entries))
+        self.entries.append(entry)
+        for i in ids:
+            self.by_id[i] = entry
+        self._plan()
+        return entry
+
+    def add_index(self, index_entries):
+        """ID_INDEX: idx is the attr's position in the session."""
+        for ent in index_entries:
+            if ent.idx < len(self.entries):
+                self.by_id.setdefault(ent.id, self.entries[ent.idx])
+
+    def name_ids(self, ids, name):
+        for i in ids:
+            ent = self.by_id.get(i)
+            if ent is not None:
+                ent.name = name
+
+    def _plan(self):
+        if len(self.entries) <= 1:
+            self._sample_id_at = self._trailer_id_from_end = None
+            return
+        lays = [e.layout for e in self.entries]
+        if all(l.sample_type & C.PERF_SAMPLE_IDENTIFIER for l in lays):
+            self._sample_id_at, self._trailer_id_from_end = 8, 8
+        else:
+            self._sample_id_at = lays[0].id_offset
+            self._trailer_id_from_end = lays[0].trailer_id_from_end
+
+    @property
+    def first(self):
+        return self.entries[0] if self.entries else None
+
+    def for_sample(self, data):
+        """The entry a SAMPLE record belongs to (None when its id is unknown)."""
+        if self._sample_id_at is None:
+            return self.entries[0] if self.entries else None
+        if len(data) < self._sample_id_at + 8:
+            return None
+        return self.by_id.get(self._u64.unpack_from(data, self._sample_id_at)[0])
+
+    def for_trailer(self, data):
+        """The entry whose sample_id trailer a non-sample kernel record carries."""
+        if self._trailer_id_from_end is None:
+            return self.entries[0] if self.entries else None
+        if len(data) < 8 + self._trailer_id_from_end:
+            return self.entries[0]
+        ent = self.by_id.get(self._u64.unpack_from(data, len(data) - self._trailer_id_from_end)[0])
+        return ent if ent is not None else self.entries[0]
+
+    def time_of(self, rec):
+        """The timestamp of a record, or None (user records, no sample_id_all, no TIME)."""
+        t = rec.type
+        if t >= C.PERF_RECORD_USER_TYPE_START or not self.entries:
+            return None
+        if t == C.PERF_RECORD_SAMPLE:
+            ent = self.for_sample(rec.data)
+            if ent is None or ent.layout.time_offset is None or len(rec.data) < ent.layout.time_offset + 8:
+                return None
+            return self._u64.unpack_from(rec.data, ent.layout.time_offset)[0]
+        ent = self.for_trailer(rec.data)
+        return ent.layout.time_of_trailer(rec.data)

@@ -1,0 +1,367 @@
+"""Read a perf.data (file or pipe mode, either endianness, compressed or not) as a record stream.
+
+    reader = PerfData.open("perf.data")       # header, attrs and (file mode) features read now
+    for rec in reader.records():              # file order, incrementally; never the whole file
+        ...                                   # rec.type, rec.misc, rec.data (header included)
+
+Records are raw bytes first and parsed on request (``reader.evlist`` knows each one's attr).
+Damage raises FormatError naming the file and offset after every good record before it was
+yielded; unknown record types are passed through, never fatal.
+"""
+import io
+import os
+import struct
+
+from ..abi import consts as C
+from ..abi import records as R
+from ..abi.attr import PerfEventAttr
+from ..errors import FormatError
+from . import features as F
+from .evlist import Evlist
+from .header import HEADER_SIZE, PIPE_HEADER_SIZE, endian_of, parse_header
+
+CHUNK = 1 << 20
+MAX_HEAD = 64 << 20       # attrs + ids before the data section: far more than any real file has
+
+
+class Record:
+    """One record: its type, misc, bytes (header included) and the file offset it came from.
+
+    ``extra`` holds bytes that follow the record outside header.size (AUXTRACE payload,
+    HEADER_TRACING_DATA); ``inner`` is set for records decompressed from a COMPRESSED container.
+    """
+
+    __slots__ = ("type", "misc", "data", "offset", "extra", "inner")
+
+    def __init__(self, rtype, misc, data, offset, extra=b"", inner=False):
+        self.type, self.misc, self.data, self.offset = rtype, misc, data, offset
+        self.extra, self.inner = extra, inner
+
+    def __repr__(self):
+        return "Record(%s, size=%d, offset=%#x)" % (C.record_name(self.type), len(self.data), self.offset)
+
+
+class _Stream:
+    """Forward-only buffered reads with the absolute offset kept; seeks when the file allows."""
+
+    def __init__(self, f, path):
+        self.f, self.path = f, path
+        self.buf, self.bpos, self.base = b"", 0, 0   # buf[0] is at file offset ``base``
+        try:
+            self.seekable = f.seekable()
+        except (AttributeError, OSError):
+            self.seekable = False
+
+    @property
+    def pos(self):
+        return self.base + self.bpos
+
+    def fill(self, n):
+        """Make n bytes available at bpos; fewer only at EOF."""
+        have = len(self.buf) - self.bpos
+        if have >= n:
+            return True
+        parts = [self.buf[self.bpos:]]
+        want = max(n - have, CHUNK)
+        while have < n:
+            chunk = self.f.read(want)
+            if not chunk:
+                break
+            parts.append(chunk)
+            have += len(chunk)
+        self.base += self.bpos
+        self.buf, self.bpos = b"".join(parts), 0
+        return have >= n
+
+    def read(self, n, what):
+        at = self.pos
+        if not self.fill(n):
+            raise FormatError(self.path, at, "truncated %s: need %d bytes, file ends after %d"
+                              % (what, n, len(self.buf) - self.bpos))
+        out = self.buf[self.bpos:self.bpos + n]
+        self.bpos += n
+        return out
+
+    def goto(self, offset, what):
+        if offset >= self.pos:
+            self.skip(offset - self.pos, what)
+        elif self.seekable:
+            self.f.seek(offset)
+            self.buf, self.bpos, self.base = b"", 0, offset
+        else:
+            raise FormatError(self.path, offset, "%s lies before the current position of a pipe" % what)
+
+    def skip(self, n, what):
+        have = len(self.buf) - self.bpos
+        if n <= have:
+            self.bpos += n
+            return
+        if self.seekable:
+            target = self.pos + n
+            self.f.seek(target)
+            self.buf, self.bpos, self.base = b"", 0, target
+            return
+        while n > 0:
+            step = min(n, CHUNK)
+            self.read(step, what)
+            n -= step
+
+
+class PerfData:
+    """A perf.data being read: metadata now, records on demand (see the module docstring)."""
+
+    def __init__(self, f, path="perf.data"):
+        self.path = path
+        self._s = _Stream(f, path)
+        self._f = f
+        head = self._s.read(8, "magic") if self._s.fill(8) else None
+        if head is None:
+            raise FormatError(path, 0, "empty file, not a perf.data")
+        e = endian_of(head)
+        if e is None:
+            raise FormatError(path, 0, "not a perf.data file (magic %r)" % bytes(head))
+        self.endian = e
+        size = struct.unpack(e + "Q", self._s.read(8, "header size"))[0]
+        self.pipe = size == PIPE_HEADER_SIZE
+        self.evlist = Evlist(e)
+        self.features = {}            # feature bit -> raw payload bytes
+        self.header = None
+        self.lost_tail = None
+        if self.pipe:
+            self.data_start, self.data_end = PIPE_HEADER_SIZE, None
+            return
+        if size != HEADER_SIZE:
+            raise FormatError(path, 8, "header size %d is neither %d (file) nor %d (pipe)"
+                              % (size, HEADER_SIZE, PIPE_HEADER_SIZE))
+        rest = self._s.read(HEADER_SIZE - 16, "file header")
+        self.header = h = parse_header(head + struct.pack(e + "Q", size) + rest, e)
+        self.data_start, self.data_end = h.data.offset, h.data.offset + h.data.size
+        if h.attr_size < 16 + 64 or h.attr_size > 4096 or h.attrs.size % h.attr_size:
+            raise FormatError(path, 16, "attr_size %d does not fit an attrs section of %d bytes"
+                              % (h.attr_size, h.attrs.size))
+        if h.data.offset < HEADER_SIZE:
+            raise FormatError(path, 40, "data section at %#x overlaps the header" % h.data.offset)
+        self._read_attrs(h)
+        if self._s.seekable:
+            self._read_features(h)
+            self._s.goto(self.data_start, "data section")
+
+    # -- metadata ------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path):
+        """Open a path, or '-' for standard input (pipe or file mode)."""
+        if path == "-":
+            return cls(io.BufferedReader(os.fdopen(os.dup(0), "rb"), CHUNK), "<stdin>")
+        try:
+            f = open(path, "rb")
+        except OSError as err:
+            raise FormatError(path, None, err.strerror or str(err)) from None
+        return cls(f, path)
+
+    def close(self):
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _blob(self, offset, size, what):
+        """Bytes of a metadata region at an absolute offset (before the data on a pipe)."""
+        if size > MAX_HEAD:
+            raise FormatError(self.path, offset, "%s of %d bytes is implausibly large" % (what, size))
+        self._s.goto(offset, what)
+        return self._s.read(size, what)
+
+    def _read_attrs(self, h):
+        e, s = self.endian, self._s
+        entries = []
+        n = h.attrs.size // h.attr_size
+        if not s.seekable:
+            # Forward only: everything before the data section (ids, attrs) in one read.
+            if h.data.offset > MAX_HEAD:
+                raise FormatError(self.path, 40, "data offset %#x is implausibly large" % h.data.offset)
+            base = s.pos
+            head = s.read(h.data.offset - base, "attrs and ids")
+
+            def blob(off, size, what):
+                if off < base or off + size > h.data.offset:
+                    raise FormatError(self.path, off, "%s is outside the part before the data "
+                                      "section, which is all a pipe can give" % what)
+                return head[off - base:off - base + size]
+        else:
+            blob = self._blob
+        attrs_raw = blob(h.attrs.offset, h.attrs.size, "attrs section")
+        for i in range(n):
+            off = i * h.attr_size
+            asz = h.attr_size - 16
+            attr = PerfEventAttr.parse(attrs_raw, off, asz, e)
+            ids_off, ids_size = struct.unpack_from(e + "QQ", attrs_raw, off + asz)
+            if ids_size % 8:
+                raise FormatError(self.path, h.attrs.offset + off + asz, "attr ids size %d is not a "
+                                  "multiple of 8" % ids_size)
+            entries.append((attr, ids_off, ids_size))
+        for attr, ids_off, ids_size in sorted(entries, key=lambda t: t[1]):
+            ids = []
+            if ids_size:
+                raw = blob(ids_off, ids_size, "attr ids")
+                ids = list(struct.unpack(e + "%dQ" % (ids_size // 8), raw))
+            self.evlist.add(attr, ids, order=entries.index((attr, ids_off, ids_size)))
+
+    def _read_features(self, h):
+        if not h.features:
+            return
+        table_off = self.data_end
+        table = self._blob(table_off, 16 * len(h.features), "feature table")
+        secs = [struct.unpack_from(self.endian + "QQ", table, 16 * i) for i in range(len(h.features))]
+        for bit, (off, size) in zip(h.features, secs):
+            self.features[bit] = self._blob(off, size, "feature %s" % C.FEATURE_NAMES.get(bit, bit))
+        self._apply_features()
+
+    def _apply_features(self):
+        raw = self.features.get(C.HEADER_EVENT_DESC)
+        if raw:
+            try:
+                for _attr, name, ids in F.parse_event_desc(raw, self.endian):
+                    self.evlist.name_ids(ids, name)
+            except (struct.error, ValueError):
+                pass    # the names are a nicety; the attrs section is authoritative
+
+    def feature(self, bit):
+        """A decoded feature (see features.decode), or None."""
+        raw = self.features.get(bit)
+        if raw is None:
+            return None
+        try:
+            return F.decode(bit, raw, self.endian)
+        except (struct.error, ValueError):
+            return None
+
+    # -- records -------------------------------------------------------------------------------
+    def records(self):
+        """Every record in file order; COMPRESSED containers are yielded, then their contents."""
+        s, e, path = self._s, self.endian, self.path
+        hdr = struct.Struct(e + "IHH")
+        s.goto(self.data_start, "data section")
+        end = self.data_end
+        decomp = None
+        while end is None or s.pos < end:
+            at = s.pos
+            if end is not None and end - at < 8:
+                raise FormatError(path, at, "data section ends inside a record header")
+            if not s.fill(8):
+                left = len(s.buf) - s.bpos
+                if end is None and left == 0:
+                    break                       # a pipe ends where its last record ends
+                raise FormatError(path, at, "truncated record header (%d bytes left)" % left)
+            rtype, misc, size = hdr.unpack_from(s.buf, s.bpos)
+            if size < 8:
+                raise FormatError(path, at, "record size %d (type %s) is smaller than its header"
+                                  % (size, C.record_name(rtype)))
+            if end is not None and at + size > end:
+                raise FormatError(path, at, "record %s of %d bytes runs past the data section end %#x"
+                                  % (C.record_name(rtype), size, end))
+            data = s.read(size, "record %s of %d bytes" % (C.record_name(rtype), size))
+            extra = b""
+            if rtype == C.PERF_RECORD_AUXTRACE and size >= 16:
+                extra = s.read(struct.unpack_from(e + "Q", data, 8)[0], "AUXTRACE payload")
+            elif rtype == C.PERF_RECORD_HEADER_TRACING_DATA and size >= 12:
+                n = struct.unpack_from(e + "I", data, 8)[0]
+                extra = s.read((n + 7) & ~7, "tracing data")
+            rec = Record(rtype, misc, data, at, extra)
+            self._note(rec)
+            yield rec
+            if rtype in (C.PERF_RECORD_COMPRESSED, C.PERF_RECORD_COMPRESSED2):
+                if decomp is None:
+                    decomp = _Decompressor(path)
+                yield from decomp.feed(self, rec)
+        if decomp is not None:
+            decomp.finish(end if end is not None else s.pos)
+
+    def _note(self, rec):
+        """Metadata carried by records (pipe mode, and ID_INDEX/EVENT_UPDATE in file mode)."""
+        t, e = rec.type, self.endian
+        try:
+            if t == C.PERF_RECORD_HEADER_ATTR:
+                asz = struct.unpack_from(e + "I", rec.data, 12)[0] or 64
+                asz = min(asz, len(rec.data) - 8)
+                attr = PerfEventAttr.parse(rec.data, 8, asz, e)
+                self.evlist.add(attr, R.parse_header_attr_ids(rec.data, e, asz))
+            elif t == C.PERF_RECORD_ID_INDEX:
+                self.evlist.add_index(R.parse_id_index(rec.data, e))
+            elif t == C.PERF_RECORD_HEADER_FEATURE and len(rec.data) >= 16:
+                bit = struct.unpack_from(e + "Q", rec.data, 8)[0]
+                self.features[bit] = rec.data[16:]
+                if bit == C.HEADER_EVENT_DESC:
+                    self._apply_features()
+            elif t == C.PERF_RECORD_EVENT_UPDATE:
+                named = R.parse_event_update_name(rec.data, e)
+                if named:
+                    self.evlist.name_ids([named[0]], named[1])
+        except (struct.error, ValueError) as err:
+            raise FormatError(self.path, rec.offset, "%s: %s" % (C.record_name(t), err)) from None
+
+
+class _Decompressor:
+    """PERF_RECORD_COMPRESSED(2): one zstd stream for the session; records may straddle chunks.
+
+        struct { header; char data[]; }                        /* COMPRESSED (81), deprecated */
+        struct { header; u64 data_size; char data[]; }         /* COMPRESSED2 (83), 8-aligned */
+    """
+
+    def __init__(self, path):
+        try:
+            import zstandard
+        except ImportError:
+            raise FormatError(path, None, "compressed perf.data needs the zstandard package "
+                              "(pip install zstandard, or apt-get install python3-zstandard)") from None
+        self.zstd = zstandard
+        self.path = path
+        self.obj = zstandard.ZstdDecompressor().decompressobj()
+        self.rest = b""           # a partial record carried over to the next container
+        self.rest_offset = None
+
+    def feed(self, reader, rec):
+        e = reader.endian
+        if rec.type == C.PERF_RECORD_COMPRESSED2:
+            if len(rec.data) < 16:
+                raise FormatError(self.path, rec.offset, "COMPRESSED2 record too short")
+            n = struct.unpack_from(e + "Q", rec.data, 8)[0]
+            if 16 + n > len(rec.data):
+                raise FormatError(self.path, rec.offset, "COMPRESSED2 data_size %d exceeds record "
+                                  "size %d" % (n, len(rec.data)))
+            payload = rec.data[16:16 + n]
+        else:
+            payload = rec.data[8:]
+        out = []
+        try:
+            while payload:
+                out.append(self.obj.decompress(payload))
+                payload = self.obj.unused_data if self.obj.eof else b""
+                if self.obj.eof:           # perf ends a frame per container: start the next
+                    self.obj = self.zstd.ZstdDecompressor().decompressobj()
+        except self.zstd.ZstdError as err:
+            raise FormatError(self.path, rec.offset, "bad zstd data in %s: %s"
+                              % (C.record_name(rec.type), err)) from None
+        buf = self.rest + b"".join(out)
+        hdr = struct.Struct(e + "IHH")
+        pos = 0
+        while len(buf) - pos >= 8:
+            rtype, misc, size = hdr.unpack_from(buf, pos)
+            if size < 8:
+                raise FormatError(self.path, rec.offset, "decompressed record size %d (type %s) "
+                                  "is smaller than its header" % (size, C.record_name(rtype)))
+            if len(buf) - pos < size:
+                break
+            inner = Record(rtype, misc, buf[pos:pos + size], rec.offset, inner=True)
+            reader._note(inner)
+            yield inner
+            pos += size
+        self.rest = buf[pos:]
+        self.rest_offset = rec.offset
+
+    def finish(self, end):
+        if self.rest:
+            raise FormatError(self.path, self.rest_offset, "compressed stream ends inside a record "
+                              "(%d bytes left over)" % len(self.rest))
