@@ -1,0 +1,6 @@
+"""deferstitch: turn Linux deferred user callchains (perf, ftrace) back into whole stacks.
+
+The core (``model``, ``stitcher``, ``report``) knows nothing of perf or trace-cmd; readers turn
+inputs into its events and writers turn its results into outputs.
+"""
+__version__ = "0.1.0"

@@ -1,0 +1,240 @@
+"""deferstitch — whole stacks from Linux deferred user callchains, with what could not be stitched.
+
+Examples:
+  deferstitch info perf.data                      header, attrs, features, records per type
+  deferstitch stitch perf.data -o stitched.data   a file perf 6.1 and 7.x read, stacks whole
+  deferstitch report perf.data [--json]           what was stitched, and why the rest was not
+  deferstitch script perf.data                    samples in perf script's layout
+  deferstitch folded perf.data > out.folded       for flamegraph.pl
+  perf record -o - --call-graph fp,defer ... | deferstitch folded -
+
+Bad input: one line naming the file and offset, exit status 2.
+"""
+import argparse
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+from . import __version__
+from .abi import consts as C
+from .errors import DeferstitchError, FormatError
+from .output.folded import Folded
+from .output.perf_records import PerfContext
+from .output.perf_script import PerfScript
+from .output.stitched_file import StitchedFile
+from .output.tables import render, table
+from .perfdata.feed import PerfFeed
+from .perfdata.reader import PerfData
+from .stitcher import DEFAULT_MAX_PENDING
+
+
+class _Null:
+    def record(self, rec):
+        pass
+
+    def sample(self, s):
+        pass
+
+    def close(self):
+        pass
+
+
+def _progress(perf, quiet):
+    """A progress line on stderr for big inputs when stderr is a terminal."""
+    if quiet or not sys.stderr.isatty() or perf.data_end is None or perf.data_end < (64 << 20):
+        return None
+    total = perf.data_end
+    state = {"n": 0}
+
+    def tick(rec):
+        state["n"] += 1
+        if state["n"] & 0xFFFF == 0:
+            sys.stderr.write("\rdeferstitch: %3d%%" % (100 * rec.offset // total))
+            sys.stderr.flush()
+    return tick
+
+
+def _run(perf, out, args, ctx=None):
+    observers = [o for o in (ctx.observe if ctx else None, _progress(perf, args.quiet)) if o]
+    observe = None
+    if len(observers) == 1:
+        observe = observers[0]
+    elif observers:
+        def observe(rec):
+            for o in observers:
+                o(rec)
+    feed = PerfFeed(perf, out, max_pending=args.max_pending, observe=observe)
+    try:
+        feed.run()
+    finally:
+        out.close()
+        if observe is not None and len(observers) > 1 or (observers and not ctx):
+            sys.stderr.write("\r")
+    return feed.report
+
+
+def _open_out(path, binary):
+    if path in (None, "-"):
+        return sys.stdout.buffer if binary else sys.stdout
+    return open(path, "wb" if binary else "w")
+
+
+def cmd_info(args):
+    perf = PerfData.open(args.input)
+    counts = {}
+    error = None
+    try:
+        for rec in perf.records():
+            counts[rec.type] = counts.get(rec.type, 0) + 1
+    except FormatError as err:
+        error = err
+    info = {
+        "file": args.input, "mode": "pipe" if perf.pipe else "file",
+        "endian": "little" if perf.endian == "<" else "big",
+        "attrs": [{"name": e.name, "type": e.attr.type, "config": e.attr.config, "size": len(e.attr.raw),
+                   "sample_type": C.sample_type_names(e.attr.sample_type),
+                   "sample_id_all": e.attr.sample_id_all, "defer_callchain": e.attr.defer_callchain,
+                   "defer_output": e.attr.defer_output, "ids": len(e.ids)} for e in perf.evlist.entries],
+        "features": {C.FEATURE_NAMES.get(b, "FEATURE_%d" % b): perf.feature(b) for b in sorted(perf.features)},
+        "records": {C.record_name(t): n for t, n in sorted(counts.items())},
+        "total_records": sum(counts.values()),
+    }
+    if perf.header is not None:
+        h = perf.header
+        info["header"] = {"attr_size": h.attr_size, "attrs": list(h.attrs), "data": list(h.data)}
+    if args.json:
+        print(json.dumps(info, indent=1, default=str))
+    else:
+        print("%s: %s mode, %s endian" % (args.input, info["mode"], info["endian"]))
+        if "header" in info:
+            print("header: attr_size %d, attrs at %#x (%d bytes), data at %#x (%d bytes)"
+                  % (h.attr_size, h.attrs.offset, h.attrs.size, h.data.offset, h.data.size))
+        print()
+        print(table([[a["name"], a["type"], "%#x" % a["config"], a["size"], a["sample_type"],
+                      a["sample_id_all"], a["defer_callchain"], a["defer_output"], a["ids"]]
+                     for a in info["attrs"]],
+                    ["event", "type", "config", "size", "sample_type", "sample_id_all",
+                     "defer_callchain", "defer_output", "ids"]))
+        print()
+        for name, val in info["features"].items():
+            if isinstance(val, (list, dict)):
+                val = json.dumps(val, default=str)
+                val = val if len(val) < 100 else val[:97] + "..."
+            print("feature %-16s %s" % (name, "(raw)" if val is None else val))
+        print()
+        print(table([[n, c] for n, c in info["records"].items()] + [["TOTAL", info["total_records"]]],
+                    ["record", "count"]))
+    if error is not None:
+        raise error
+    return 0
+
+
+def cmd_stitch(args):
+    perf = PerfData.open(args.input)
+    to_stdout = args.output in (None, "-")
+    if to_stdout and sys.stdout.isatty():
+        raise DeferstitchError("refusing to write a perf.data to a terminal: give -o FILE or redirect")
+    f = tempfile.TemporaryFile() if to_stdout else open(args.output, "w+b")
+    out = StitchedFile(f, perf, compat=not args.native)
+    err = None
+    try:
+        rep = _run(perf, out, args)
+    except FormatError as e:
+        err, rep = e, None
+    if to_stdout:
+        f.seek(0)
+        shutil.copyfileobj(f, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+    f.close()
+    if rep is not None and not args.quiet:
+        dropped = ", ".join("%d %s" % (n, C.record_name(t)) for t, n in sorted(out.writer.dropped.items()))
+        sys.stderr.write("deferstitch: %d samples: %d stitched (%d after their stack), %d passed, "
+                         "%d unmatched%s\n" % (rep.samples, rep.stitched, rep.stitched_after_stack,
+                                               rep.passed, rep.total_unmatched,
+                                               "; left out " + dropped if dropped else ""))
+    if err is not None:
+        raise err
+    return 0
+
+
+def cmd_report(args):
+    perf = PerfData.open(args.input)
+    rep = _run(perf, _Null(), args)
+    if args.json:
+        print(json.dumps(rep.to_json(), indent=1))
+    else:
+        sys.stdout.write(render(rep, "%s: deferred callchain stitching" % args.input))
+    return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
+
+
+def cmd_script(args):
+    perf = PerfData.open(args.input)
+    ctx = PerfContext(perf)
+    f = _open_out(args.output, False)
+    _run(perf, PerfScript(f, ctx, args.max_stack), args, ctx)
+    f.flush()
+    return 0
+
+
+def cmd_folded(args):
+    perf = PerfData.open(args.input)
+    ctx = PerfContext(perf)
+    f = _open_out(args.output, False)
+    _run(perf, Folded(f, ctx, args.weight), args, ctx)
+    f.flush()
+    return 0
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="deferstitch", description=__doc__.split("\n")[0],
+                                epilog=__doc__.split("\n", 2)[2],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version="deferstitch " + __version__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def add(name, func, help_):
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.add_argument("input", nargs="?", default="perf.data", help="perf.data, or - for stdin")
+        sp.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
+        sp.add_argument("--max-pending", type=int, default=DEFAULT_MAX_PENDING, metavar="N",
+                        help="samples waiting for their stack at most (default %(default)d); "
+                             "the oldest beyond are reported as evicted")
+        sp.set_defaults(func=func)
+        return sp
+
+    sp = add("info", cmd_info, "header, attrs, features and records per type")
+    sp.add_argument("--json", action="store_true")
+    sp = add("stitch", cmd_stitch, "write a perf.data with whole stacks and no deferred records")
+    sp.add_argument("-o", "--output", help="output file (default or -: stdout)")
+    sp.add_argument("--native", action="store_true",
+                    help="keep attrs as they are (perf 7.x only) instead of what perf 6.1 reads")
+    sp = add("report", cmd_report, "what was stitched, what not, and why")
+    sp.add_argument("--json", action="store_true", help="one JSON object")
+    sp.add_argument("--fail-on-unmatched", action="store_true", help="exit 1 if any sample is unmatched")
+    sp = add("script", cmd_script, "stitched samples in perf script's layout")
+    sp.add_argument("-o", "--output")
+    sp.add_argument("--max-stack", type=int, default=127, help="frames per sample (perf's default 127)")
+    sp = add("folded", cmd_folded, "FlameGraph folded stacks")
+    sp.add_argument("-o", "--output")
+    sp.add_argument("--weight", choices=("samples", "period"), default="samples")
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except DeferstitchError as err:
+        sys.stderr.write("deferstitch: %s\n" % err)
+        return 2
+    except BrokenPipeError:
+        try:
+            sys.stdout = io.TextIOWrapper(open(os.devnull, "wb"))
+        except OSError:
+            pass
+        return 0
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,50 @@
+"""The core events the stitcher consumes: no perf or trace-cmd detail lives here.
+
+Front ends (the perf.data reader, the perf script plugin, the trace-cmd bridge) turn their
+input into these, in time order, and read the outcome back from each Sample.
+"""
+
+STITCHED = "stitched"     # kernel part + the user frames of its kernel entry
+PASSED = "passed"         # its chain was not deferred: nothing to do
+UNMATCHED = "unmatched"   # deferred, but no user stack can be given: see ``reason``
+
+# Reasons a deferred sample stays unmatched.
+DEFERRED_LOST = "deferred-lost"                       # task went back to user space; its stack never came
+DEFERRED_LOST_AFTER_LOST = "deferred-lost-after-lost-records"   # ... and records were lost meanwhile
+TASK_EXITED = "task-exited"                           # the task exited before returning to user space
+STREAM_ENDED = "stream-ended"                         # input ended with the sample still waiting
+EVICTED = "evicted"                                   # pushed out by --max-pending
+NO_TASK = "no-task-id"                                # the sample carries no tid/time to match on
+REASONS = (DEFERRED_LOST, DEFERRED_LOST_AFTER_LOST, TASK_EXITED, STREAM_ENDED, EVICTED, NO_TASK)
+
+
+class Sample:
+    """One sample: where and when, the kernel part of its chain, and its cookie (None if the
+    chain was not deferred). ``ref`` is the front end's own handle (a perf record, an event).
+    The stitcher fills ``outcome``, ``reason``, ``user`` (the user frames) and ``after_stack``."""
+
+    __slots__ = ("tid", "pid", "cpu", "time", "kernel", "cookie", "ref", "comm",
+                 "outcome", "reason", "user", "after_stack", "lost_seq")
+
+    def __init__(self, tid, pid, cpu, time, kernel, cookie, ref=None, comm=None):
+        self.tid, self.pid, self.cpu, self.time = tid, pid, cpu, time
+        self.kernel, self.cookie, self.ref, self.comm = kernel, cookie, ref, comm
+        self.outcome = self.reason = self.user = None
+        self.after_stack = False
+        self.lost_seq = 0
+
+    def __repr__(self):
+        return "Sample(tid=%s, time=%s, cookie=%s, %s%s)" % (
+            self.tid, self.time, self.cookie if self.cookie is None else hex(self.cookie),
+            self.outcome, "/" + self.reason if self.reason else "")
+
+
+class DeferredStack:
+    """The user stack of one kernel entry of a task, written when it returned to user space.
+    ``dropped`` counts entries the front end had to drop (context markers inside the stack)."""
+
+    __slots__ = ("tid", "pid", "cookie", "time", "frames", "dropped")
+
+    def __init__(self, tid, pid, cookie, time, frames, dropped=0):
+        self.tid, self.pid, self.cookie, self.time = tid, pid, cookie, time
+        self.frames, self.dropped = frames, dropped

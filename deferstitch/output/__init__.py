@@ -1,0 +1,1 @@
+"""Writers: one module per output. Each takes stitched samples and passed-through records."""

@@ -1,0 +1,41 @@
+"""perf script's default text layout, so speedscope, Firefox Profiler and stackcollapse-perf.pl
+read it as they read perf's own:
+
+    comm   tid [cpu] secs.usecs: period event:
+    \t%16lx sym+0xoff (dso)            one frame a line, innermost first
+    (blank line between samples)
+"""
+from ..abi import consts as C
+from .frames import name_frames
+
+
+class PerfScript:
+    def __init__(self, f, ctx, max_stack=127):
+        self.f, self.ctx, self.max_stack = f, ctx, max_stack
+        self.names = {}
+
+    def record(self, rec):
+        pass
+
+    def resolved(self, s):
+        s.ref.frames = name_frames(s, self.ctx, self.max_stack)
+        s.comm = self.ctx.comm(s)
+
+    def sample(self, s):
+        ref = s.ref
+        p = ref.parsed
+        st = ref.entry.layout.sample_type
+        head = "%s %7d " % (s.comm, s.tid if s.tid is not None else -1)
+        if st & C.PERF_SAMPLE_CPU:
+            head += "[%03d] " % s.cpu
+        if s.time is not None:
+            head += "%5d.%06d: " % (s.time // 1000000000, s.time % 1000000000 // 1000)
+        if p.period is not None:
+            head += "%10d " % p.period
+        lines = [head + "%s: " % ref.entry.name]
+        for ip, sym, dso in ref.frames:
+            lines.append("\t%16x %s (%s)" % (ip, sym, dso))
+        self.f.write("\n".join(lines) + "\n\n")
+
+    def close(self):
+        pass

@@ -1,0 +1,106 @@
+"""Write a file-mode perf.data: header, data records, feature sections, attrs and their ids.
+
+Layout we write (every offset recomputed; perf finds each part through the header):
+
+    0     perf_header (104)
+    104   data: the records, streamed as they come
+    ...   feature table (one perf_file_section per set bit: perf reads it right after data)
+    ...   feature payloads, then each attr's ids, then the attrs section
+
+``compat=True`` makes a file perf 6.1 accepts: attrs shrunk to 128 bytes (their tail must be
+zero), defer_callchain/defer_output cleared, and records perf 6.1 does not know (type 22, user
+types after FINISHED_INIT) left out and counted in ``dropped``.
+"""
+import struct
+
+from ..abi import consts as C
+from ..abi.attr import PERF_ATTR_SIZE_VER7
+from . import features as F
+from .header import HEADER_SIZE, Section, pack_header
+
+# Records that only make sense in a pipe: their content becomes header sections instead.
+_PIPE_ONLY = (C.PERF_RECORD_HEADER_ATTR, C.PERF_RECORD_HEADER_FEATURE,
+              C.PERF_RECORD_HEADER_TRACING_DATA, C.PERF_RECORD_HEADER_BUILD_ID,
+              C.PERF_RECORD_COMPRESSED, C.PERF_RECORD_COMPRESSED2)
+
+
+class PerfWriter:
+    def __init__(self, f, endian, compat=False):
+        self.f, self.endian, self.compat = f, endian, compat
+        self.dropped = {}           # record type -> how many were left out
+        self.tracing_data = None
+        f.write(b"\0" * HEADER_SIZE)
+        self.pos = HEADER_SIZE
+
+    def keep(self, rtype):
+        """Whether a record of this type goes into the file."""
+        if rtype in _PIPE_ONLY:
+            return False
+        if self.compat and (rtype == C.PERF_RECORD_CALLCHAIN_DEFERRED
+                            or rtype > C.PERF_RECORD_LAST_KNOWN_TO_61):
+            return False
+        return True
+
+    def write(self, rec, data=None):
+        """Write one record (``data`` replaces its bytes, e.g. a stitched sample)."""
+        if rec.type == C.PERF_RECORD_HEADER_TRACING_DATA and len(rec.data) >= 12:
+            n = struct.unpack_from(self.endian + "I", rec.data, 8)[0]
+            self.tracing_data = rec.extra[:n]
+        if not self.keep(rec.type):
+            self.dropped[rec.type] = self.dropped.get(rec.type, 0) + 1
+            return
+        data = rec.data if data is None else data
+        self.f.write(data)
+        self.pos += len(data)
+        if rec.extra:
+            self.f.write(rec.extra)
+            self.pos += len(rec.extra)
+
+    def close(self, entries, features):
+        """Finish the file: ``entries`` are the session's EventEntry objects, ``features`` maps
+        feature bit -> raw payload. The file object is left open for the caller."""
+        e = self.endian
+        data = Section(HEADER_SIZE, self.pos - HEADER_SIZE)
+        feats = dict(features)
+        if self.tracing_data is not None:
+            feats.setdefault(C.HEADER_TRACING_DATA, self.tracing_data)
+        feats.pop(C.HEADER_COMPRESSED, None)        # we always write the records decompressed
+        asize = self._attr_size(entries)
+        if C.HEADER_EVENT_DESC in feats:
+            feats[C.HEADER_EVENT_DESC] = self._event_desc(feats[C.HEADER_EVENT_DESC], entries, asize)
+        bits = sorted(b for b in feats if 0 < b < C.HEADER_FEAT_BITS)
+        table_at = self.pos
+        off = table_at + 16 * len(bits)
+        table, payloads = [], []
+        for b in bits:
+            table.append(struct.pack(e + "QQ", off, len(feats[b])))
+            payloads.append(feats[b])
+            off += len(feats[b])
+        self.f.write(b"".join(table) + b"".join(payloads))
+        ids_blob, attrs_blob = [], []
+        for ent in entries:
+            ids = struct.pack(e + "%dQ" % len(ent.ids), *ent.ids)
+            attrs_blob.append(ent.attr.pack(asize, clear_defer=self.compat)
+                              + struct.pack(e + "QQ", off, len(ids)))
+            ids_blob.append(ids)
+            off += len(ids)
+        self.f.write(b"".join(ids_blob))
+        attrs = Section(off, len(attrs_blob) * (asize + 16))
+        self.f.write(b"".join(attrs_blob))
+        self.f.seek(0)
+        self.f.write(pack_header(e, asize + 16, attrs, data, bits))
+        self.f.seek(0, 2)
+
+    def _attr_size(self, entries):
+        sizes = [len(ent.attr.raw) for ent in entries] or [PERF_ATTR_SIZE_VER7]
+        if self.compat:
+            return PERF_ATTR_SIZE_VER7
+        return max(sizes)
+
+    def _event_desc(self, raw, entries, asize):
+        """EVENT_DESC holds attrs too: rewrite them like the attrs section."""
+        try:
+            events = F.parse_event_desc(raw, self.endian)
+        except (struct.error, ValueError):
+            events = [(ent.attr, ent.name, ent.ids) for ent in entries]
+        return F.pack_event_desc(events, self.endian, asize, self.compat)

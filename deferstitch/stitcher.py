@@ -1,0 +1,169 @@
+"""The stitcher: give each deferred sample the user stack of its own kernel entry, or a reason.
+
+Feed it time-ordered events — ``sample``, ``deferred``, ``exit``, ``lost``, then ``finish`` — and
+every sample comes back exactly once through ``sink(sample)``: stitched, passed, or unmatched.
+
+The cookie rules, for one task T (time runs to the right):
+
+    kernel entry A (cookie A)                   kernel entry B (cookie B)
+    s1 s2 s3 ─ return ─> stack(A) s4 ─ user ─>  s5 s6 ─ return ─> stack(B)
+    │  │  │               │       │             │  │               │
+    └──┴──┴── pending ────┘       │             └──┴── pending ────┘
+       stitched with stack(A)     │                stitched with stack(B)
+                                  └ cookie A, after stack(A) was written: it still names
+                                    entry A, so stack(A) is its stack ("stitched_after_stack")
+
+    If stack(A) is lost (ring buffer full), s1..s3 are still pending when stack(B) arrives:
+    T has been back in user space since, so they can never be stitched -> "deferred-lost"
+    ("-after-lost-records" when LOST records fell in between). Never attach by tid alone.
+
+Also: EXIT of T with samples pending -> "task-exited"; end of input -> "stream-ended"; a stack
+that served no sample -> counted as orphan; a second stack with the same (tid, cookie) serves
+nothing again (duplicate). Memory is bounded by ``max_pending``: past it the oldest pending
+sample is given up as "evicted".
+"""
+from collections import deque
+
+from .model import (DEFERRED_LOST, DEFERRED_LOST_AFTER_LOST, EVICTED, PASSED, STITCHED,
+                    STREAM_ENDED, TASK_EXITED, UNMATCHED)
+from .report import StitchReport
+
+DEFAULT_MAX_PENDING = 1_000_000
+
+
+class _Stack:
+    __slots__ = ("cookie", "frames", "time", "served")
+
+    def __init__(self, cookie, frames, time):
+        self.cookie, self.frames, self.time, self.served = cookie, frames, time, 0
+
+
+class Stitcher:
+    def __init__(self, sink, max_pending=DEFAULT_MAX_PENDING, report=None):
+        self.sink = sink
+        self.max_pending = max_pending
+        self.report = report if report is not None else StitchReport()
+        self.pending = {}          # tid -> deque of samples waiting, oldest first
+        self.npending = 0
+        self.stacks = {}           # tid -> _Stack of its latest kernel entry
+        self.lost_seq = 0          # LOST/LOST_SAMPLES records seen so far
+        self._order = deque()      # pending samples oldest first, for eviction (resolved ones skipped)
+
+    # -- events -------------------------------------------------------------------------------
+    def sample(self, s):
+        rep = self.report
+        rep.samples += 1
+        if s.cookie is None:
+            s.outcome = PASSED
+            self._emit(s)
+            return
+        st = self.stacks.get(s.tid)
+        if st is not None and st.cookie == s.cookie:
+            s.after_stack = True
+            st.served += 1
+            self._stitch(s, st)
+            return
+        s.lost_seq = self.lost_seq
+        q = self.pending.get(s.tid)
+        if q is None:
+            q = self.pending[s.tid] = deque()
+        q.append(s)
+        self._order.append(s)
+        self.npending += 1
+        if self.npending > rep.max_pending:
+            rep.max_pending = self.npending
+        if self.npending > self.max_pending:
+            self.evict_oldest()
+
+    def deferred(self, d):
+        rep = self.report
+        rep.deferred_records += 1
+        rep.dropped_frames += d.dropped
+        prev = self.stacks.get(d.tid)
+        if prev is not None and prev.cookie == d.cookie:
+            rep.duplicate_deferred += 1     # same entry re-requested: it has served already
+            return
+        if prev is not None:
+            self._retire(d.tid, prev)
+        st = self.stacks[d.tid] = _Stack(d.cookie, d.frames, d.time)
+        q = self.pending.pop(d.tid, None)
+        if not q:
+            return
+        self.npending -= len(q)
+        for s in q:
+            if s.cookie == d.cookie:
+                st.served += 1
+                self._stitch(s, st)
+            else:
+                self._unmatched(s, DEFERRED_LOST_AFTER_LOST if self.lost_seq > s.lost_seq
+                                else DEFERRED_LOST)
+
+    def exit(self, tid, time=None):
+        q = self.pending.pop(tid, None)
+        if q:
+            self.npending -= len(q)
+            for s in q:
+                self._unmatched(s, TASK_EXITED)
+        st = self.stacks.pop(tid, None)
+        if st is not None:
+            self._retire(tid, st)
+
+    def lost(self, records=1, events=0):
+        self.lost_seq += 1
+        self.report.lost_records += records
+        self.report.lost_events += events
+
+    def finish(self):
+        for tid, q in self.pending.items():
+            for s in q:
+                self._unmatched(s, STREAM_ENDED)
+        self.pending.clear()
+        self.npending = 0
+        self._order.clear()
+        for tid, st in self.stacks.items():
+            self._retire(tid, st)
+        self.stacks.clear()
+        return self.report
+
+    def reject(self, s, reason):
+        """Count a sample that cannot even wait for a stack (e.g. it carries no tid)."""
+        self.report.samples += 1
+        self._unmatched(s, reason)
+
+    def evict_oldest(self):
+        """Give up the oldest pending sample (memory bound); False when nothing is pending."""
+        order = self._order
+        while order and order[0].outcome is not None:
+            order.popleft()
+        if not order:
+            return False
+        s = order.popleft()
+        q = self.pending[s.tid]
+        q.popleft()                 # per-task queues are oldest first too
+        if not q:
+            del self.pending[s.tid]
+        self.npending -= 1
+        self._unmatched(s, EVICTED)
+        return True
+
+    # -- outcomes -----------------------------------------------------------------------------
+    def _stitch(self, s, st):
+        s.outcome = STITCHED
+        s.user = st.frames
+        self._emit(s)
+
+    def _unmatched(self, s, reason):
+        s.outcome = UNMATCHED
+        s.reason = reason
+        self._emit(s)
+
+    def _emit(self, s):
+        self.report.count(s)
+        self.sink(s)
+        order = self._order
+        if len(order) > 2 * self.npending + 4096:     # drop resolved entries, amortized O(1)
+            self._order = deque(x for x in order if x.outcome is None)
+
+    def _retire(self, tid, st):
+        if st.served == 0:
+            self.report.orphan(st.time, tid, st.cookie)

@@ -1,0 +1,68 @@
+"""Per-process address maps over time, from MMAP/MMAP2, FORK, COMM(exec) and EXIT.
+
+Threads share their process's maps (keyed by pid). A FORK of a new process copies the parent's
+maps; an exec starts empty. Lookups answer "which file and file offset was mapped at this
+address at this point of the stream" — callers feed the records in time order.
+"""
+import bisect
+
+KERNEL_START = 0xffff800000000000     # x86-64 canonical kernel half
+KERNEL_DSO = "[kernel.kallsyms]"
+
+
+class Map:
+    __slots__ = ("start", "end", "pgoff", "path", "build_id")
+
+    def __init__(self, start, length, pgoff, path, build_id=None):
+        self.start, self.end, self.pgoff, self.path, self.build_id = start, start + length, pgoff, path, build_id
+
+    def file_offset(self, addr):
+        return addr - self.start + self.pgoff
+
+
+class Maps:
+    def __init__(self):
+        self.by_pid = {}      # pid -> (starts list, maps list), sorted by start
+
+    def add(self, pid, start, length, pgoff, path, build_id=None):
+        starts, maps = self.by_pid.setdefault(pid, ([], []))
+        new = Map(start, length, pgoff, path, build_id)
+        # A new mapping replaces whatever it overlaps (mmap over an old range).
+        i = bisect.bisect_left(starts, start)
+        j = i
+        while j < len(maps) and maps[j].start < new.end:
+            j += 1
+        k = i
+        if k > 0 and maps[k - 1].end > start:
+            k -= 1
+        del starts[k:j], maps[k:j]
+        starts.insert(k, start)
+        maps.insert(k, new)
+
+    def fork(self, ppid, pid):
+        if pid != ppid and ppid in self.by_pid:
+            s, m = self.by_pid[ppid]
+            self.by_pid[pid] = (list(s), list(m))
+
+    def exec_(self, pid):
+        self.by_pid.pop(pid, None)
+
+    def exit(self, pid):
+        self.by_pid.pop(pid, None)
+
+    def find(self, pid, addr):
+        entry = self.by_pid.get(pid)
+        if entry is None:
+            return None
+        starts, maps = entry
+        i = bisect.bisect_right(starts, addr) - 1
+        if i >= 0 and addr < maps[i].end:
+            return maps[i]
+        return None
+
+    def dso(self, pid, addr):
+        """The dso name perf would print for an address: kernel, the mapped file, or [unknown]."""
+        if addr >= KERNEL_START:
+            return KERNEL_DSO
+        m = self.find(pid, addr)
+        return m.path if m is not None else "[unknown]"
