@@ -17,7 +17,12 @@ The cookie rules, for one task T (time runs to the right):
     T has been back in user space since, so they can never be stitched -> "deferred-lost"
     ("-after-lost-records" when LOST records fell in between). Never attach by tid alone.
 
-Also: EXIT of T with samples pending -> "task-exited"; end of input -> "stream-ended"; a stack
+An exiting task still writes the stack of its last kernel entry, *after* its EXIT record
+(the unwind runs as task work in do_exit: seen 14 us after EXIT in the syswide capture). So
+EXIT only starts a grace period (``exit_grace`` ns of stream time); samples still pending when
+it ends, or when the tid is reused, are "task-exited".
+
+Also: end of input -> "stream-ended"; a stack
 that served no sample -> counted as orphan; a second stack with the same (tid, cookie) serves
 nothing again (duplicate). Memory is bounded by ``max_pending``: past it the oldest pending
 sample is given up as "evicted".
@@ -29,6 +34,7 @@ from .model import (DEFERRED_LOST, DEFERRED_LOST_AFTER_LOST, EVICTED, PASSED, ST
 from .report import StitchReport
 
 DEFAULT_MAX_PENDING = 1_000_000
+DEFAULT_EXIT_GRACE = 1_000_000_000     # ns of stream time a task's stack may follow its EXIT
 
 
 class _Stack:
@@ -39,8 +45,11 @@ class _Stack:
 
 
 class Stitcher:
-    def __init__(self, sink, max_pending=DEFAULT_MAX_PENDING, report=None):
+    def __init__(self, sink, max_pending=DEFAULT_MAX_PENDING, report=None,
+                 exit_grace=DEFAULT_EXIT_GRACE):
         self.sink = sink
+        self.exit_grace = exit_grace
+        self.exited = deque()      # (exit time, tid) of tasks in their grace period
         self.max_pending = max_pending
         self.report = report if report is not None else StitchReport()
         self.pending = {}          # tid -> deque of samples waiting, oldest first
@@ -53,6 +62,8 @@ class Stitcher:
     def sample(self, s):
         rep = self.report
         rep.samples += 1
+        if self.exited:
+            self._expire(s.time)
         if s.cookie is None:
             s.outcome = PASSED
             self._emit(s)
@@ -79,6 +90,8 @@ class Stitcher:
         rep = self.report
         rep.deferred_records += 1
         rep.dropped_frames += d.dropped
+        if self.exited:
+            self._expire(d.time)
         prev = self.stacks.get(d.tid)
         if prev is not None and prev.cookie == d.cookie:
             rep.duplicate_deferred += 1     # same entry re-requested: it has served already
@@ -99,6 +112,29 @@ class Stitcher:
                                 else DEFERRED_LOST)
 
     def exit(self, tid, time=None):
+        """EXIT of a task: its last stack may still come (see above); a grace period starts."""
+        if time is None or not self.exit_grace:
+            self._exited(tid)
+        else:
+            self.exited.append((time, tid))
+
+    def reuse(self, tid):
+        """A new task takes this tid (FORK): what the old one left pending is given up."""
+        for i, (_t, old) in enumerate(self.exited):
+            if old == tid:
+                del self.exited[i]
+                self._exited(tid)
+                return
+
+    def _expire(self, now):
+        if now is None:
+            return
+        limit = now - self.exit_grace
+        ex = self.exited
+        while ex and ex[0][0] <= limit:
+            self._exited(ex.popleft()[1])
+
+    def _exited(self, tid):
         q = self.pending.pop(tid, None)
         if q:
             self.npending -= len(q)
@@ -114,6 +150,8 @@ class Stitcher:
         self.report.lost_events += events
 
     def finish(self):
+        while self.exited:
+            self._exited(self.exited.popleft()[1])
         for tid, q in self.pending.items():
             for s in q:
                 self._unmatched(s, STREAM_ENDED)

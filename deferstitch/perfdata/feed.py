@@ -95,6 +95,8 @@ class PerfFeed:
                         st.exit(task.tid, task.time)
                         self._drain()
                         continue
+                    elif t == C.PERF_RECORD_FORK:
+                        st.reuse(R.parse_task(rec.data, perf.endian).tid)
                     elif t == C.PERF_RECORD_LOST:
                         st.lost(1, R.parse_lost(rec.data, perf.endian).lost)
                     elif t == C.PERF_RECORD_LOST_SAMPLES:

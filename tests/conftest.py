@@ -1,0 +1,61 @@
+"""Where the real captures are, and helpers shared by the tests.
+
+Real data comes from ../shared/captures (beside the checkout, as in CI) or DEFERSTITCH_SHARED;
+the small captures a test needs on its own are copied into tests/data (see its README).
+"""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+SHARED = Path(os.environ.get("DEFERSTITCH_SHARED", ROOT.parent / "shared"))
+CAPTURES = SHARED / "captures"
+RIG = SHARED / "rig"
+
+# scenario -> file name, as in captures/README.md
+SCENARIOS = {
+    "a_per_task": "per-task.data", "b_per_task": "per-task.data", "c_per_task": "per-task.data",
+    "syswide": "syswide.data", "lost_per_task": "lost.data", "pipe": "pipe.data",
+    "compressed": "compressed.data", "two_events_cpu_task": "two.data",
+    "baseline_fp_nodefer": "per-task.data",
+}
+
+
+def capture(scenario):
+    """(capture path, its folder); real captures only, skipped with the reason when absent."""
+    folder = CAPTURES / scenario
+    path = folder / SCENARIOS[scenario]
+    if not path.exists():
+        local = DATA / scenario
+        if (local / SCENARIOS[scenario]).exists():
+            return local / SCENARIOS[scenario], local
+        pytest.skip("real captures not found: put the shared folder beside the checkout "
+                    "(../shared/captures) or set DEFERSTITCH_SHARED")
+    return path, folder
+
+
+def need_perf61():
+    perf = shutil.which("perf")
+    if perf is None:
+        pytest.skip("perf 6.1 not installed: apt-get install linux-perf")
+    out = subprocess.run([perf, "version"], capture_output=True, text=True).stdout
+    return perf, out.strip()
+
+
+def need_sid_perf():
+    tool = RIG / "sid-perf"
+    if not tool.exists():
+        pytest.skip("perf 7.x rig not found at %s (the shared folder)" % tool)
+    if os.geteuid() != 0:
+        pytest.skip("the perf 7.x rig (sid-perf) needs root for its chroot")
+    return str(tool)
+
+
+def run_cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "deferstitch", *map(str, args)],
+                          capture_output=True, cwd=kw.pop("cwd", ROOT), **kw)
