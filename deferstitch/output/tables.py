@@ -9,7 +9,7 @@ from ..model import PASSED, REASONS, STITCHED
 
 def table(rows, headers):
     if tabulate is not None:
-        return tabulate(rows, headers=headers, tablefmt="simple")
+        return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
     cols = [headers] + [[str(c) for c in r] for r in rows]
     widths = [max(len(str(r[i])) for r in cols) for i in range(len(headers))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in cols]

@@ -96,7 +96,10 @@ class PerfFeed:
                         self._drain()
                         continue
                     elif t == C.PERF_RECORD_FORK:
-                        st.reuse(R.parse_task(rec.data, perf.endian).tid)
+                        task = R.parse_task(rec.data, perf.endian)
+                        st.reuse(task.tid)
+                        if task.ptid in self.comms:        # a new thread starts with its parent's comm
+                            self.comms[task.tid] = self.comms[task.ptid]
                     elif t == C.PERF_RECORD_LOST:
                         st.lost(1, R.parse_lost(rec.data, perf.endian).lost)
                     elif t == C.PERF_RECORD_LOST_SAMPLES:

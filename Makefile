@@ -1,0 +1,17 @@
+# deferstitch: `make demo` runs the main job on the bundled capture, `make test` every test.
+PYTHON ?= python3
+EXAMPLE = examples/compressed.data
+
+.PHONY: install demo test
+
+install:
+	$(PYTHON) -m pip install -q -e '.[test]'
+
+demo: install
+	deferstitch info $(EXAMPLE)
+	deferstitch report $(EXAMPLE)
+	deferstitch stitch $(EXAMPLE) -o /tmp/deferstitch-demo.data
+	deferstitch folded $(EXAMPLE) | sort -k2 -n -r | head -5
+
+test: install
+	$(PYTHON) -m pytest -q tests
