@@ -1,0 +1,102 @@
+"""Synthetic perf.data files for edge cases, written by deferstitch's own writer.
+
+    f = Synth(endian="<")                       # one cpu-clock attr: IP|TID|TIME|CALLCHAIN|PERIOD
+    f.sample(tid=10, time=100, kernel=[...], cookie=0xA)
+    f.deferred(tid=10, time=200, cookie=0xA, user=[...])
+    f.save(path)
+"""
+import struct
+
+from deferstitch.abi import consts as C
+from deferstitch.abi.attr import BIT_DEFER_CALLCHAIN, BIT_DEFER_OUTPUT, BIT_SAMPLE_ID_ALL, PerfEventAttr
+from deferstitch.perfdata.evlist import Evlist
+from deferstitch.perfdata.reader import Record
+from deferstitch.perfdata.writer import PerfWriter
+
+BASIC = C.PERF_SAMPLE_IP | C.PERF_SAMPLE_TID | C.PERF_SAMPLE_TIME | C.PERF_SAMPLE_CALLCHAIN | C.PERF_SAMPLE_PERIOD
+K = [C.PERF_CONTEXT_KERNEL, 0xffffffff81000010, 0xffffffff81000020]
+
+
+def make_attr(e="<", size=144, sample_type=BASIC, config=0, defer=True, tail=b""):
+    raw = bytearray(max(size, 64))
+    flags = BIT_SAMPLE_ID_ALL | (BIT_DEFER_CALLCHAIN | BIT_DEFER_OUTPUT if defer else 0)
+    struct.pack_into(e + "IIQQQQQ", raw, 0, 1, size, config, 4000, sample_type, 0, flags)
+    if tail:
+        raw[128:128 + len(tail)] = tail
+    return PerfEventAttr(bytes(raw[:size]), e)
+
+
+class Synth:
+    def __init__(self, endian="<", attrs=None):
+        self.e = endian
+        self.evlist = Evlist(endian)
+        for i, a in enumerate(attrs or [make_attr(endian)]):
+            self.evlist.add(a, [100 + i])
+        self.records = []
+
+    def _rec(self, rtype, body, misc=0):
+        data = struct.pack(self.e + "IHH", rtype, misc, 8 + len(body)) + body
+        self.records.append(Record(rtype, misc, data, 0))
+
+    def trailer(self, tid, time, attr_index=0, cpu=0):
+        lay = self.evlist.entries[attr_index].layout
+        vals = {"pid": tid, "tid": tid, "time": time, "id": 100 + attr_index, "stream_id": 0,
+                "cpu": cpu, "identifier": 100 + attr_index}
+        out = b""
+        for name in lay.trailer_names:
+            if name == "pid":
+                out += struct.pack(self.e + "ii", tid, tid)
+            elif name == "cpu":
+                out += struct.pack(self.e + "II", cpu, 0)
+            elif name in ("tid", None):
+                continue
+            else:
+                out += struct.pack(self.e + "Q", vals[name])
+        return out
+
+    def sample(self, tid, time, kernel=K, cookie=None, user=None, attr_index=0, cpu=0, pid=None):
+        lay = self.evlist.entries[attr_index].layout
+        chain = list(kernel)
+        if cookie is not None:
+            chain += [C.PERF_CONTEXT_USER_DEFERRED, cookie]
+        if user:
+            chain += [C.PERF_CONTEXT_USER] + list(user)
+        st = lay.sample_type
+        body = b""
+        for bit, pack in ((C.PERF_SAMPLE_IDENTIFIER, lambda: struct.pack(self.e + "Q", 100 + attr_index)),
+                          (C.PERF_SAMPLE_IP, lambda: struct.pack(self.e + "Q", chain[1] if len(chain) > 1 else 0)),
+                          (C.PERF_SAMPLE_TID, lambda: struct.pack(self.e + "ii", pid or tid, tid)),
+                          (C.PERF_SAMPLE_TIME, lambda: struct.pack(self.e + "Q", time)),
+                          (C.PERF_SAMPLE_ID, lambda: struct.pack(self.e + "Q", 100 + attr_index)),
+                          (C.PERF_SAMPLE_CPU, lambda: struct.pack(self.e + "II", cpu, 0)),
+                          (C.PERF_SAMPLE_PERIOD, lambda: struct.pack(self.e + "Q", 250000)),
+                          (C.PERF_SAMPLE_CALLCHAIN, lambda: struct.pack(self.e + "Q%dQ" % len(chain), len(chain), *chain))):
+            if st & bit:
+                body += pack()
+        self._rec(C.PERF_RECORD_SAMPLE, body, misc=1)
+
+    def deferred(self, tid, time, cookie, user, attr_index=0):
+        ips = [C.PERF_CONTEXT_USER] + list(user)
+        body = struct.pack(self.e + "QQ%dQ" % len(ips), cookie, len(ips), *ips)
+        self._rec(C.PERF_RECORD_CALLCHAIN_DEFERRED, body + self.trailer(tid, time, attr_index), misc=2)
+
+    def exit(self, tid, time):
+        self._rec(C.PERF_RECORD_EXIT, struct.pack(self.e + "iiiiQ", tid, tid, tid, tid, time)
+                  + self.trailer(tid, time))
+
+    def lost(self, time, n=5):
+        self._rec(C.PERF_RECORD_LOST, struct.pack(self.e + "QQ", 100, n) + self.trailer(-1, time))
+
+    def round(self):
+        self._rec(C.PERF_RECORD_FINISHED_ROUND, b"")
+
+    def raw(self, rtype, body=b"", misc=0):
+        self._rec(rtype, body, misc)
+
+    def save(self, path, features=None):
+        with open(path, "w+b") as f:
+            w = PerfWriter(f, self.e)
+            for r in self.records:
+                w.write(r)
+            w.close(self.evlist.entries, features or {})
+        return path
