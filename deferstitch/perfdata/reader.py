@@ -142,8 +142,12 @@ class PerfData:
         if h.data.offset < HEADER_SIZE:
             raise FormatError(path, 40, "data section at %#x overlaps the header" % h.data.offset)
         self._read_attrs(h)
+        self.feature_error = None
         if self._s.seekable:
-            self._read_features(h)
+            try:
+                self._read_features(h)
+            except FormatError as err:      # a cut file: its records still count, the
+                self.feature_error = err    # damage is reported where the records end
             self._s.goto(self.data_start, "data section")
 
     # -- metadata ------------------------------------------------------------------------------
