@@ -40,4 +40,8 @@ class PerfContext:
             pass        # a damaged side-band record only costs names, never samples
 
     def comm(self, s):
-        return self.comms.get(s.tid) or s.comm or ":%d" % (s.tid if s.tid is not None else -1)
+        """As perf names a thread: its COMM, "swapper" for the idle task 0, else ":tid"."""
+        name = self.comms.get(s.tid) or s.comm
+        if name:
+            return name
+        return "swapper" if s.tid == 0 else ":%d" % (s.tid if s.tid is not None else -1)
