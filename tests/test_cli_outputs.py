@@ -21,7 +21,7 @@ def parse_script(text):
             continue
         m = FRAME.match(line)
         if m and head is not None:
-            if not m.group(2).endswith("(inlined)") and m.group(2) != "(cookie)":
+            if m.group(3) != "inlined" and m.group(2) != "(cookie)":
                 out[head][1].append((int(m.group(1), 16), m.group(3)))
             continue
         m = HEAD.match(line)
