@@ -33,7 +33,7 @@ from .model import (DEFERRED_LOST, DEFERRED_LOST_AFTER_LOST, EVICTED, PASSED, ST
                     STREAM_ENDED, TASK_EXITED, UNMATCHED)
 from .report import StitchReport
 
-DEFAULT_MAX_PENDING = 1_000_000
+DEFAULT_MAX_PENDING = 200_000         # ~120 MB of waiting samples at most
 DEFAULT_EXIT_GRACE = 1_000_000_000     # ns of stream time a task's stack may follow its EXIT
 
 
