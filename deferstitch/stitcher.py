@@ -79,8 +79,11 @@ class Stitcher:
         if q is None:
             q = self.pending[s.tid] = deque()
         q.append(s)
-        self._order.append(s)
+        order = self._order
+        order.append(s)
         self.npending += 1
+        if len(order) > 2 * self.npending + 4096:     # drop resolved entries: amortized O(1)
+            self._order = deque(x for x in order if x.outcome is None)
         if self.npending > rep.max_pending:
             rep.max_pending = self.npending
         if self.npending > self.max_pending:
@@ -198,9 +201,6 @@ class Stitcher:
     def _emit(self, s):
         self.report.count(s)
         self.sink(s)
-        order = self._order
-        if len(order) > 2 * self.npending + 4096:     # drop resolved entries, amortized O(1)
-            self._order = deque(x for x in order if x.outcome is None)
 
     def _retire(self, tid, st):
         if st.served == 0:
