@@ -58,21 +58,21 @@ def _progress(perf, quiet):
 
 
 def _run(perf, out, args, ctx=None):
-    observers = [o for o in (ctx.observe if ctx else None, _progress(perf, args.quiet)) if o]
-    observe = None
-    if len(observers) == 1:
-        observe = observers[0]
-    elif observers:
-        def observe(rec):
-            for o in observers:
-                o(rec)
-    feed = PerfFeed(perf, out, max_pending=args.max_pending, observe=observe)
+    """reader -> feed/stitcher -> ``out``; ctx (maps, comms) and the progress line watch the input."""
+    tick = _progress(perf, args.quiet)
+    watchers = [w for w in (ctx.observe if ctx else None, tick) if w]
+
+    def observe(rec):
+        for w in watchers:
+            w(rec)
+    feed = PerfFeed(perf, out, max_pending=args.max_pending,
+                    observe=watchers[0] if len(watchers) == 1 else observe if watchers else None)
     try:
         feed.run()
     finally:
         out.close()
-        if observe is not None and len(observers) > 1 or (observers and not ctx):
-            sys.stderr.write("\r")
+        if tick is not None:
+            sys.stderr.write("\r\033[K")
     return feed.report
 
 
@@ -170,22 +170,22 @@ def cmd_report(args):
     return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
 
 
-def cmd_script(args):
+def _text_output(args, make):
+    """Run an output that names frames (it needs the maps and comms of the stream)."""
     perf = PerfData.open(args.input)
     ctx = PerfContext(perf)
     f = _open_out(args.output, False)
-    _run(perf, PerfScript(f, ctx, args.max_stack), args, ctx)
+    _run(perf, make(f, ctx), args, ctx)
     f.flush()
     return 0
+
+
+def cmd_script(args):
+    return _text_output(args, lambda f, ctx: PerfScript(f, ctx, args.max_stack))
 
 
 def cmd_folded(args):
-    perf = PerfData.open(args.input)
-    ctx = PerfContext(perf)
-    f = _open_out(args.output, False)
-    _run(perf, Folded(f, ctx, args.weight), args, ctx)
-    f.flush()
-    return 0
+    return _text_output(args, lambda f, ctx: Folded(f, ctx, args.weight))
 
 
 def build_parser():

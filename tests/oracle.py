@@ -96,3 +96,22 @@ def parse_report_stats(path):
         if line.strip().endswith("stats:") and counts:
             break
     return counts
+
+
+def assert_chains_follow_cookie_rule(got, folder):
+    """``got``: [(tid, usec, ips)] as another tool decoded our file; each tid's samples, in
+    order, must carry the cookie rule's chains (first 127 frames)."""
+    records, capped = parse_script_fields(folder / "script-fields-nomerge.txt.xz")
+    by_tid = {}
+    for tid, usec, ips in got:
+        by_tid.setdefault(tid, []).append((usec, ips[:MAX_STACK]))
+    seen = {}
+    expected = cookie_rule(records, capped)
+    for tid, usec, ips, _has in expected:
+        i = seen.get(tid, 0)
+        seen[tid] = i + 1
+        g_usec, g_ips = by_tid[tid][i]
+        assert g_usec == usec, (tid, i)
+        if ips is not None:
+            assert g_ips == ips, (tid, i, usec)
+    assert len(got) >= len(expected) > 0

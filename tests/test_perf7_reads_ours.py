@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from conftest import SCENARIOS, capture, need_sid_perf, run_cli
-from oracle import cookie_rule, parse_script_fields
+from oracle import assert_chains_follow_cookie_rule
 from perf_text import parse_dump_samples, parse_tid_time_ip
 from test_perfdata import rewrite
 
@@ -39,16 +39,6 @@ def test_perf7_decodes_our_stitched_chains(scenario, mode, tmp_path):
     path, folder = capture(scenario)
     r = run_cli("stitch", path, "-o", tmp_path / "st.data", "-q", *(["--native"] if mode == "native" else []))
     assert r.returncode == 0, r.stderr
-    got = parse_dump_samples(sid_perf(tool, tmp_path, "script", "-D", "-i", "st.data"))
-    records, capped = parse_script_fields(folder / "script-fields-nomerge.txt.xz")
-    by_tid = {}
-    for tid, usec, ips in got:
-        by_tid.setdefault(tid, []).append((usec, ips[:127]))
-    seen = {}
-    for tid, usec, ips, _has in cookie_rule(records, capped):
-        i = seen.get(tid, 0)
-        seen[tid] = i + 1
-        assert by_tid[tid][i][0] == usec
-        if ips is not None:
-            assert by_tid[tid][i][1] == ips, (tid, i)
+    assert_chains_follow_cookie_rule(
+        parse_dump_samples(sid_perf(tool, tmp_path, "script", "-D", "-i", "st.data")), folder)
     sid_perf(tool, tmp_path, "report", "-i", "st.data", "--stdio")

@@ -108,25 +108,23 @@ class SampleLayout:
         self.trailer_id_from_end = self._trailer_from_end("identifier") or self._trailer_from_end("id")
 
     @staticmethod
-    def _prefix_offset(names, name):
-        if name not in names:
-            return None
-        # every prefix slot is 8 bytes except pid/tid and cpu/res which pair to 8
-        off, i = 8, 0
-        while names[i] != name:
-            i += 2 if names[i] in ("pid", "cpu") else 1
-            off += 8
-        return off
-
-    def _trailer_from_end(self, name):
-        names = self.trailer_names
+    def _slot_offset(names, name):
+        """Byte offset of ``name`` in a run of u64 slots (pid/tid and cpu/res share one)."""
         if name not in names:
             return None
         off, i = 0, 0
         while names[i] != name:
             i += 2 if names[i] in ("pid", "cpu") else 1
             off += 8
-        return self.trailer.size - off
+        return off
+
+    def _prefix_offset(self, names, name):
+        off = self._slot_offset(names, name)
+        return None if off is None else 8 + off
+
+    def _trailer_from_end(self, name):
+        off = self._slot_offset(self.trailer_names, name)
+        return None if off is None else self.trailer.size - off
 
     # -- decoding -------------------------------------------------------------------------------
     def time_of_sample(self, data):
