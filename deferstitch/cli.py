@@ -28,6 +28,7 @@ from .output.stitched_file import StitchedFile
 from .output.tables import render, table
 from .perfdata.feed import PerfFeed
 from .perfdata.reader import PerfData
+from .perfdata.writer import PIPE_ONLY
 from .stitcher import DEFAULT_MAX_PENDING
 
 
@@ -150,7 +151,9 @@ def cmd_stitch(args):
         sys.stdout.buffer.flush()
     f.close()
     if rep is not None and not args.quiet:
-        dropped = ", ".join("%d %s" % (n, C.record_name(t)) for t, n in sorted(out.writer.dropped.items()))
+        # containers and pipe-only records live on as their contents / header sections
+        dropped = ", ".join("%d %s" % (n, C.record_name(t)) for t, n in sorted(out.writer.dropped.items())
+                            if t not in PIPE_ONLY)
         sys.stderr.write("deferstitch: %d samples: %d stitched (%d after their stack), %d passed, "
                          "%d unmatched%s\n" % (rep.samples, rep.stitched, rep.stitched_after_stack,
                                                rep.passed, rep.total_unmatched,

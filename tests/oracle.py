@@ -69,7 +69,6 @@ def cookie_rule(records, capped=False):
     for r in records:
         if r.block is not None:
             blocks.setdefault((r.tid, r.block), r.ips)
-    last_usec = records[-1].usec if records else 0
     out = []
     for r in records:
         if r.block is not None:

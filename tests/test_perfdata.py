@@ -131,7 +131,6 @@ def test_truncated_real_capture_keeps_what_came_before(tmp_path):
     path, _ = capture("a_per_task")
     good = path.read_bytes()
     with PerfData.open(str(path)) as p:
-        data_start, data_end = p.data_start, p.data_end
         offsets = [r.offset for r in p.records()]
     cut = offsets[len(offsets) // 2] + 20          # inside a record half way through
     bad = tmp_path / "trunc.data"

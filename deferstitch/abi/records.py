@@ -96,12 +96,6 @@ def parse_deferred(data, e, body_end):
     return Deferred(cookie, struct.unpack_from(e + "%dQ" % nr, data, 24))
 
 
-def pack_deferred(e, cookie, ips, trailer=b""):
-    size = 24 + 8 * len(ips) + len(trailer)
-    return struct.pack(e + "IHHQQ%dQ" % len(ips), C.PERF_RECORD_CALLCHAIN_DEFERRED,
-                       1, size, cookie, len(ips), *ips) + trailer   # misc = PERF_RECORD_MISC_USER
-
-
 def parse_id_index(data, e):
     # struct { header; u64 nr; struct id_index_entry { u64 id, idx, cpu, tid; } entries[nr];
     #          [struct id_index_entry_2 { u64 machine_pid, vcpu; } entries2[nr]]; }   /* ID_INDEX */

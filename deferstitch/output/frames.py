@@ -1,7 +1,6 @@
 """Frames of a stitched sample as (ip, sym, dso), the way perf script shows them."""
 from ..abi.consts import PERF_CONTEXT_MAX
 from ..model import STITCHED
-from ..symbols.maps import KERNEL_START
 
 UNKNOWN = "[unknown]"
 
@@ -22,6 +21,3 @@ def name_frames(s, ctx, max_stack=None):
         out.append((ip, UNKNOWN, ctx.maps.dso(pid, ip)))
     return out
 
-
-def is_kernel(ip):
-    return ip >= KERNEL_START

@@ -12,7 +12,6 @@ from .frames import name_frames
 class PerfScript:
     def __init__(self, f, ctx, max_stack=127):
         self.f, self.ctx, self.max_stack = f, ctx, max_stack
-        self.names = {}
 
     def record(self, rec):
         pass

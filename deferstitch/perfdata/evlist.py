@@ -47,7 +47,7 @@ class Evlist:
         self._sample_id_at = None      # offset of the id in a SAMPLE, None = single attr
         self._trailer_id_from_end = None
 
-    def add(self, attr, ids, order=None):
+    def add(self, attr, ids):
         entry = EventEntry(attr, ids, len(self.entries))
         self.entries.append(entry)
         for i in ids:

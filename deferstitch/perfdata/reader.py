@@ -126,7 +126,6 @@ class PerfData:
         self.evlist = Evlist(e)
         self.features = {}            # feature bit -> raw payload bytes
         self.header = None
-        self.lost_tail = None
         if self.pipe:
             self.data_start, self.data_end = PIPE_HEADER_SIZE, None
             return
@@ -206,12 +205,13 @@ class PerfData:
                 raise FormatError(self.path, h.attrs.offset + off + asz, "attr ids size %d is not a "
                                   "multiple of 8" % ids_size)
             entries.append((attr, ids_off, ids_size))
-        for attr, ids_off, ids_size in sorted(entries, key=lambda t: t[1]):
-            ids = []
-            if ids_size:
-                raw = blob(ids_off, ids_size, "attr ids")
-                ids = list(struct.unpack(e + "%dQ" % (ids_size // 8), raw))
-            self.evlist.add(attr, ids, order=entries.index((attr, ids_off, ids_size)))
+        ids_of = {}
+        for i in sorted(range(n), key=lambda i: entries[i][1]):   # forward order for a pipe
+            _attr, ids_off, ids_size = entries[i]
+            raw = blob(ids_off, ids_size, "attr ids") if ids_size else b""
+            ids_of[i] = list(struct.unpack(e + "%dQ" % (ids_size // 8), raw))
+        for i, (attr, _off, _size) in enumerate(entries):       # attr order: ID_INDEX idx uses it
+            self.evlist.add(attr, ids_of[i])
 
     def _read_features(self, h):
         if not h.features:

@@ -19,7 +19,7 @@ from . import features as F
 from .header import HEADER_SIZE, Section, pack_header
 
 # Records that only make sense in a pipe: their content becomes header sections instead.
-_PIPE_ONLY = (C.PERF_RECORD_HEADER_ATTR, C.PERF_RECORD_HEADER_FEATURE,
+PIPE_ONLY = (C.PERF_RECORD_HEADER_ATTR, C.PERF_RECORD_HEADER_FEATURE,
               C.PERF_RECORD_HEADER_TRACING_DATA, C.PERF_RECORD_HEADER_BUILD_ID,
               C.PERF_RECORD_COMPRESSED, C.PERF_RECORD_COMPRESSED2)
 
@@ -34,7 +34,7 @@ class PerfWriter:
 
     def keep(self, rtype):
         """Whether a record of this type goes into the file."""
-        if rtype in _PIPE_ONLY:
+        if rtype in PIPE_ONLY:
             return False
         if self.compat and (rtype == C.PERF_RECORD_CALLCHAIN_DEFERRED
                             or rtype > C.PERF_RECORD_LAST_KNOWN_TO_61):
