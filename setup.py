@@ -7,10 +7,10 @@ setup(
                 "with a report of what could not be stitched",
     packages=find_packages(include=["deferstitch", "deferstitch.*"]),
     python_requires=">=3.9",
-    install_requires=["tabulate"],
+    install_requires=["tabulate", "pyelftools"],
     extras_require={
         "compressed": ["zstandard"],
-        "test": ["pytest", "zstandard", "tabulate"],
+        "test": ["pytest", "zstandard", "tabulate", "pyelftools", "protobuf", "jsonschema", "hypothesis"],
     },
     entry_points={"console_scripts": ["deferstitch=deferstitch.cli:main"]},
 )

@@ -176,7 +176,8 @@ def cmd_report(args):
 def _text_output(args, make):
     """Run an output that names frames (it needs the maps and comms of the stream)."""
     perf = PerfData.open(args.input)
-    ctx = PerfContext(perf)
+    ctx = PerfContext(perf, symbols=not args.no_symbols, kallsyms=args.kallsyms, symfs=args.symfs,
+                      buildid_dir=args.buildid_dir)
     f = _open_out(args.output, False)
     _run(perf, make(f, ctx), args, ctx)
     f.flush()
@@ -217,10 +218,19 @@ def build_parser():
     sp = add("report", cmd_report, "what was stitched, what not, and why")
     sp.add_argument("--json", action="store_true", help="one JSON object")
     sp.add_argument("--fail-on-unmatched", action="store_true", help="exit 1 if any sample is unmatched")
+    def symbol_options(sp):
+        sp.add_argument("--no-symbols", action="store_true", help="raw addresses, no names")
+        sp.add_argument("--kallsyms", metavar="FILE",
+                        help="kernel symbols (default: /proc/kallsyms if recorded on this kernel)")
+        sp.add_argument("--symfs", metavar="DIR", help="look for binaries under DIR, as perf --symfs")
+        sp.add_argument("--buildid-dir", metavar="DIR", help="perf's build-id cache (default ~/.debug)")
+
     sp = add("script", cmd_script, "stitched samples in perf script's layout")
+    symbol_options(sp)
     sp.add_argument("-o", "--output")
     sp.add_argument("--max-stack", type=int, default=127, help="frames per sample (perf's default 127)")
     sp = add("folded", cmd_folded, "FlameGraph folded stacks")
+    symbol_options(sp)
     sp.add_argument("-o", "--output")
     sp.add_argument("--weight", choices=("samples", "period"), default="samples")
     return p

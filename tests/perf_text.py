@@ -43,3 +43,35 @@ def parse_dump_samples(text):
             elif line.startswith(" ..."):
                 cur = None
     return out
+
+SCRIPT_HEAD = re.compile(r"^(.*?)\s+(-?\d+)\s+(?:\[\d+\]\s+)?(\d+\.\d+):")
+SCRIPT_FRAME = re.compile(r"^\t\s*([0-9a-f]+) (.*) \((.*)\)$")
+
+
+def parse_script(text):
+    """{(tid, time text): (header line, [(ip, sym, dso)])} of perf script's default layout;
+    addr2line's "(inlined)" lines and the "(cookie)" frame left out."""
+    out = {}
+    head = None
+    for line in text.split("\n"):
+        if not line:
+            head = None
+            continue
+        m = SCRIPT_FRAME.match(line)
+        if m and head is not None:
+            if m.group(3) != "inlined" and m.group(2) != "(cookie)":
+                out[head][1].append((int(m.group(1), 16), m.group(2), m.group(3)))
+            continue
+        m = SCRIPT_HEAD.match(line)
+        if m:
+            head = (int(m.group(2)), m.group(3))
+            out.setdefault(head, (line, []))
+    return out
+
+
+def strip_unmerged_cookie(frames):
+    """perf leaves some samples unmerged: their cookie is a last "[unknown] ([unknown])" frame
+    after kernel frames only."""
+    if frames and frames[-1][-1] == "[unknown]" and all(f[-1] == "[kernel.kallsyms]" for f in frames[:-1]):
+        return frames[:-1]
+    return frames

@@ -9,7 +9,7 @@ from .frames import UNKNOWN, name_frames
 
 
 def frame_name(sym, dso):
-    if sym != UNKNOWN:
+    if sym is not None:
         return sym
     return "[%s]" % os.path.basename(dso.strip("[]")) if dso != UNKNOWN else UNKNOWN
 
@@ -25,7 +25,7 @@ class Folded:
     def resolved(self, s):
         frames = name_frames(s, self.ctx)
         comm = self.ctx.comm(s).replace(" ", "_")
-        key = ";".join([comm] + [frame_name(sym, dso) for _ip, sym, dso in reversed(frames)])
+        key = ";".join([comm] + [frame_name(sym, dso) for _ip, sym, _off, dso in reversed(frames)])
         w = (s.ref.parsed.period or 0) if self.weight == "period" else 1
         self.stacks[key] += w
 

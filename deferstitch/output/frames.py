@@ -1,4 +1,4 @@
-"""Frames of a stitched sample as (ip, sym, dso), the way perf script shows them."""
+"""Frames of a stitched sample as (ip, sym, symoff, dso), the way perf script shows them."""
 from ..abi.consts import PERF_CONTEXT_MAX
 from ..model import STITCHED
 
@@ -14,10 +14,13 @@ def sample_ips(s):
 
 
 def name_frames(s, ctx, max_stack=None):
-    """[(ip, sym, dso)] for a sample, names as perf prints them when no symbol is known."""
+    """[(ip, sym or None, symoff, dso)], innermost first, named now (see PerfFeed._resolved)."""
+    frame = ctx.resolver.frame
     pid = s.pid
-    out = []
-    for ip in sample_ips(s)[:max_stack]:
-        out.append((ip, UNKNOWN, ctx.maps.dso(pid, ip)))
-    return out
+    return [(ip,) + frame(pid, ip) for ip in sample_ips(s)[:max_stack]]
 
+
+def sym_text(sym, off, with_offset=True):
+    if sym is None:
+        return UNKNOWN
+    return "%s+%#x" % (sym, off) if with_offset else sym

@@ -1,31 +1,53 @@
-"""Turn perf records seen in time order into names: the maps and comms an output needs."""
+"""Turn perf records seen in time order into names: the maps, comms and symbols an output needs."""
+import os
+
 from ..abi import consts as C
 from ..abi import records as R
+from ..symbols.kallsyms import Kallsyms
 from ..symbols.maps import Maps
+from ..symbols.resolver import Resolver
+
+
+def default_kallsyms(perf):
+    """/proc/kallsyms, but only when the recording was made on the kernel running now."""
+    try:
+        if perf.feature(C.FEATURE_IDS["OSRELEASE"]) == os.uname().release and \
+                os.access("/proc/kallsyms", os.R_OK):
+            return "/proc/kallsyms"
+    except OSError:
+        pass
+    return None
 
 
 class PerfContext:
-    """Tracks maps and comms from the records an output sees, for naming frames."""
+    """Tracks maps, comms and symbol sources from the records an output sees, for naming frames."""
 
-    def __init__(self, perf):
+    def __init__(self, perf, symbols=True, kallsyms=None, symfs=None, buildid_dir=None):
         self.perf = perf
         self.maps = Maps()
         self.comms = {}
+        ks = kallsyms or (default_kallsyms(perf) if symbols else None)
+        self.resolver = Resolver(self.maps, Kallsyms(ks) if ks and symbols else None, symfs,
+                                 buildid_dir, enabled=symbols)
+        for ent in perf.feature(C.HEADER_BUILD_ID) or ():
+            self.resolver.build_ids.setdefault(ent["filename"], ent["build_id"])
 
     def observe(self, rec):
         t, e = rec.type, self.perf.endian
         if t not in (C.PERF_RECORD_MMAP, C.PERF_RECORD_MMAP2, C.PERF_RECORD_COMM,
-                     C.PERF_RECORD_FORK, C.PERF_RECORD_EXIT):
+                     C.PERF_RECORD_FORK, C.PERF_RECORD_EXIT, C.PERF_RECORD_KSYMBOL):
             return
         ent = self.perf.evlist.for_trailer(rec.data)
         body_end = len(rec.data) - (ent.layout.trailer.size if ent else 0)
         try:
-            if t == C.PERF_RECORD_MMAP2:
-                m = R.parse_mmap2(rec.data, e, body_end, rec.misc)
-                self.maps.add(m.pid, m.addr, m.len, m.pgoff, m.filename, m.build_id)
-            elif t == C.PERF_RECORD_MMAP:
-                m = R.parse_mmap(rec.data, e, body_end)
-                self.maps.add(m.pid, m.addr, m.len, m.pgoff, m.filename)
+            if t in (C.PERF_RECORD_MMAP2, C.PERF_RECORD_MMAP):
+                m = (R.parse_mmap2(rec.data, e, body_end, rec.misc) if t == C.PERF_RECORD_MMAP2
+                     else R.parse_mmap(rec.data, e, body_end))
+                name = m.filename
+                if name.startswith("[kernel.kallsyms]"):
+                    if self.resolver.kallsyms is not None:
+                        self.resolver.kallsyms.relocate(m.pgoff)   # pgoff = the recorded _text
+                self.maps.add(m.pid, m.addr, m.len, m.pgoff, name, m.build_id)
             elif t == C.PERF_RECORD_COMM:
                 c = R.parse_comm(rec.data, e, body_end, rec.misc)
                 self.comms[c.tid] = c.comm
@@ -36,6 +58,9 @@ class PerfContext:
                 self.maps.fork(task.ppid, task.pid)
                 if task.ptid in self.comms:
                     self.comms.setdefault(task.tid, self.comms[task.ptid])
+            elif t == C.PERF_RECORD_KSYMBOL:
+                k = R.parse_ksymbol(rec.data, e, body_end)
+                self.resolver.ksymbols.append((k.addr, k.addr + k.len, k.name))
         except ValueError:
             pass        # a damaged side-band record only costs names, never samples
 

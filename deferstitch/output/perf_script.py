@@ -6,7 +6,7 @@ read it as they read perf's own:
     (blank line between samples)
 """
 from ..abi import consts as C
-from .frames import name_frames
+from .frames import name_frames, sym_text
 
 
 class PerfScript:
@@ -32,8 +32,8 @@ class PerfScript:
         if p.period is not None:
             head += "%10d " % p.period
         lines = [head + "%s: " % ref.entry.name]
-        for ip, sym, dso in ref.frames:
-            lines.append("\t%16x %s (%s)" % (ip, sym, dso))
+        for ip, sym, off, dso in ref.frames:
+            lines.append("\t%16x %s (%s)" % (ip, sym_text(sym, off), dso))
         self.f.write("\n".join(lines) + "\n\n")
 
     def close(self):

@@ -60,6 +60,10 @@ class Maps:
             return maps[i]
         return None
 
+    def kernel_map(self, addr):
+        """The kernel or module map (pid -1) holding a kernel address."""
+        return self.find(-1, addr)
+
     def dso(self, pid, addr):
         """The dso name perf would print for an address: kernel, the mapped file, or [unknown]."""
         if addr >= KERNEL_START:

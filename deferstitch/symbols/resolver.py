@@ -1,0 +1,94 @@
+"""Name a frame as perf does: (symbol, offset, dso) for a pid and an address at this point of
+the stream.
+
+Binaries are found like perf finds them, first hit wins: the build-id cache
+(``~/.debug/.build-id/xx/rest[/elf]``), then ``--symfs DIR`` + the recorded path, then the recorded
+path itself. A file whose build id differs from the recorded one is refused (its symbols would
+be someone else's). Each (file, offset) is resolved once.
+"""
+import os
+
+from .elf import ElfSymbols
+from .maps import KERNEL_DSO, KERNEL_START
+
+UNKNOWN = "[unknown]"
+
+
+class Resolver:
+    def __init__(self, maps, kallsyms=None, symfs=None, buildid_dir=None, enabled=True):
+        self.maps = maps
+        self.kallsyms = kallsyms
+        self.symfs = symfs
+        self.buildid_dir = buildid_dir or os.path.join(os.path.expanduser("~"), ".debug")
+        self.enabled = enabled
+        self.build_ids = {}      # recorded path -> build id (BUILD_ID feature, MMAP2)
+        self.ksymbols = []       # (start, end, name) from KSYMBOL records
+        self._elves = {}         # (path, build id) -> ElfSymbols or None
+        self._cache = {}         # (path, build id, file offset) -> (sym, off)
+        self.refused = {}        # path -> why no symbols (build id mismatch, not found, ...)
+
+    # -- finding binaries ----------------------------------------------------------------------
+    def candidates(self, path, build_id):
+        if build_id:
+            base = os.path.join(self.buildid_dir, ".build-id", build_id[:2], build_id[2:])
+            yield os.path.join(base, "elf")
+            yield base
+        if self.symfs:
+            yield os.path.join(self.symfs, path.lstrip("/"))
+        yield path
+
+    def elf_for(self, path, build_id):
+        key = (path, build_id)
+        if key in self._elves:
+            return self._elves[key]
+        found = None
+        for cand in self.candidates(path, build_id):
+            if not os.path.isfile(cand):
+                continue
+            try:
+                elf = ElfSymbols(cand)
+            except Exception as err:       # not an ELF, damaged: perf skips it too
+                self.refused[path] = "%s: %s" % (cand, err)
+                continue
+            if build_id and elf.build_id and elf.build_id != build_id:
+                self.refused[path] = "%s: build id %s, recorded %s" % (cand, elf.build_id, build_id)
+                continue
+            found = elf
+            break
+        else:
+            self.refused.setdefault(path, "not found")
+        self._elves[key] = found
+        return found
+
+    # -- frames --------------------------------------------------------------------------------
+    def frame(self, pid, ip):
+        """(sym or None, offset, dso) for an ip of process ``pid``."""
+        if ip >= KERNEL_START:
+            return self._kernel(ip)
+        m = self.maps.find(pid, ip)
+        if m is None:
+            return None, 0, UNKNOWN
+        if not self.enabled or m.path.startswith("["):
+            return None, 0, m.path
+        build_id = m.build_id or self.build_ids.get(m.path)
+        off = m.file_offset(ip)
+        key = (m.path, build_id, off)
+        hit = self._cache.get(key)
+        if hit is None:
+            elf = self.elf_for(m.path, build_id)
+            hit = (elf.find(off) if elf is not None else None) or (None, 0)
+            self._cache[key] = hit
+        return hit[0], hit[1], m.path
+
+    def _kernel(self, ip):
+        kmap = self.maps.kernel_map(ip)
+        dso = KERNEL_DSO if kmap is None or kmap.path.startswith("[kernel.kallsyms]") else kmap.path
+        if not self.enabled:
+            return None, 0, dso
+        for start, end, name in self.ksymbols:
+            if start <= ip < end:
+                return name, ip - start, dso
+        if self.kallsyms is None:
+            return None, 0, dso
+        hit = self.kallsyms.find(ip, module=dso.strip("[]") if dso != KERNEL_DSO else None)
+        return (hit[0], hit[1], dso) if hit else (None, 0, dso)

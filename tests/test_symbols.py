@@ -1,0 +1,139 @@
+"""Symbols without perf: our names equal perf 7.x's on the real captures, and the PIE / shared
+library offset arithmetic is right against binutils on binaries built here."""
+import lzma
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import CAPTURES, SCENARIOS, capture, need_sid_perf, run_cli
+from perf_text import parse_script, strip_unmerged_cookie
+from deferstitch.symbols.elf import ElfSymbols
+from deferstitch.symbols.maps import Maps
+from deferstitch.symbols.resolver import Resolver
+
+
+def build_id_cache(root):
+    """perf's layout: ~/.debug/.build-id/<2 hex>/<rest>/elf, for the capture binaries."""
+    for name in ("workload_a", "workload_b", "workload_c"):
+        src = CAPTURES / "bin" / name
+        bid = ElfSymbols(str(src)).build_id
+        d = root / ".build-id" / bid[:2] / bid[2:]
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, d / "elf")
+    return root
+
+
+@pytest.fixture(scope="module")
+def symbol_env(tmp_path_factory):
+    if not (CAPTURES / "kallsyms.xz").exists():
+        pytest.skip("real captures not found (../shared/captures)")
+    root = tmp_path_factory.mktemp("sym")
+    (root / "kallsyms").write_bytes(lzma.open(CAPTURES / "kallsyms.xz").read())
+    build_id_cache(root / ".debug")
+    return root
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_names_equal_perf7_from_the_same_cache(scenario, symbol_env):
+    tool = need_sid_perf()
+    path, _ = capture(scenario)
+    shutil.copy(path, symbol_env / "in.data")
+    p = subprocess.run([tool, "script", "-i", "in.data", "--kallsyms=./kallsyms"], cwd=symbol_env,
+                       capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "SID_BINDS": "%s:/root/.debug" % (symbol_env / ".debug")})
+    assert p.returncode == 0, p.stderr[-1000:]
+    theirs = parse_script(p.stdout)
+    # perf runs in the rig's sid chroot and finds libc & co. at their recorded paths there (with
+    # the guest's build ids when the rootfs matches): the same files for us through --symfs.
+    rootfs = os.path.join(os.environ.get("RIG_WORK", os.path.expanduser("~/.cache/deferstitch-rig")), "rootfs")
+    r = run_cli("script", symbol_env / "in.data", "-q", "--kallsyms", symbol_env / "kallsyms",
+                "--buildid-dir", symbol_env / ".debug", "--symfs", rootfs)
+    assert r.returncode == 0, r.stderr
+    ours = parse_script(r.stdout.decode())
+    named = compared = 0
+    for key, (_h, frames) in theirs.items():
+        mine = ours[key][1]
+        for a, b in zip(mine, strip_unmerged_cookie(frames)):
+            assert a[0] == b[0], key
+            if b[2] == "[vdso]":
+                continue           # perf here reads ITS vdso, not the guest's
+            compared += 1
+            assert a[2] == b[2], (key, a, b)
+            if b[1] != "[unknown]":
+                named += 1
+                assert a[1] == b[1], (key, a, b)
+    assert compared > 1000 and named > 0.3 * compared
+
+
+def test_symbols_need_the_right_build_id(symbol_env, tmp_path):
+    path, _ = capture("a_per_task")
+    wrong = tmp_path / ".debug"
+    build_id_cache(wrong)
+    # put workload_b where workload_a's build id points: it must be refused
+    a_dir = next((wrong / ".build-id").glob("32/*"))
+    shutil.copy(CAPTURES / "bin" / "workload_b", a_dir / "elf")
+    r = run_cli("folded", path, "-q", "--kallsyms", symbol_env / "kallsyms", "--buildid-dir", wrong)
+    assert b";main;" not in r.stdout and b";[workload_a];" in r.stdout
+    r = run_cli("folded", path, "-q", "--kallsyms", symbol_env / "kallsyms", "--buildid-dir", symbol_env / ".debug")
+    assert b";main;" in r.stdout
+
+
+def test_no_symbols_keeps_raw_names():
+    path, _ = capture("a_per_task")
+    r = run_cli("script", path, "-q", "--no-symbols")
+    assert b"[unknown] ([kernel.kallsyms])" in r.stdout and b"+0x" not in r.stdout
+
+
+SO_SRC = "int lib_leaf(int x) { return x * 3 + 1; }\nint lib_mid(int x) { return lib_leaf(x) + 2; }\n"
+PROG_SRC = ("int lib_mid(int);\nstatic int helper(int x) { return lib_mid(x) - 1; }\n"
+            "int main(int argc, char **argv) { return helper(argc); }\n")
+
+
+def need(tool, pkg):
+    if shutil.which(tool) is None:
+        pytest.skip("%s not installed: apt-get install %s" % (tool, pkg))
+
+
+def loads(path):
+    """PT_LOAD (p_offset, p_vaddr) from readelf, as the dynamic loader maps them."""
+    out = subprocess.run(["readelf", "-lW", str(path)], capture_output=True, text=True).stdout
+    segs = []
+    for line in out.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "LOAD":
+            segs.append((int(parts[1], 16), int(parts[2], 16), int(parts[5], 16)))
+    return segs
+
+
+def nm_functions(path):
+    out = subprocess.run(["nm", "--defined-only", str(path)], capture_output=True, text=True).stdout
+    return {p[2]: int(p[0], 16) for p in (l.split() for l in out.splitlines()) if len(p) == 3 and p[1] in "tT"}
+
+
+@pytest.mark.parametrize("kind", ["pie", "so", "nopie"])
+def test_offsets_for_pie_so_and_fixed_executables(tmp_path, kind):
+    need("gcc", "gcc")
+    need("addr2line", "binutils")
+    (tmp_path / "lib.c").write_text(SO_SRC)
+    (tmp_path / "prog.c").write_text(PROG_SRC)
+    so, prog = tmp_path / "libt.so", tmp_path / "prog"
+    subprocess.run(["gcc", "-O0", "-g", "-shared", "-fPIC", "-o", so, tmp_path / "lib.c"], check=True)
+    flags = {"pie": ["-fPIE", "-pie"], "nopie": ["-fno-pie", "-no-pie"], "so": ["-fPIE", "-pie"]}[kind]
+    subprocess.run(["gcc", "-O0", "-g", *flags, "-o", prog, tmp_path / "prog.c", so], check=True)
+    target = so if kind == "so" else prog
+    base = 0x7f0000000000 if kind != "nopie" else 0
+    maps = Maps()
+    for off, vaddr, filesz in loads(target):       # what mmap2 records: page-aligned segments
+        length = ((vaddr & 0xfff) + filesz + 0xfff) & ~0xfff
+        maps.add(42, base + (vaddr & ~0xfff), length, off & ~0xfff, str(target))
+    res = Resolver(maps)
+    for name, vaddr in nm_functions(target).items():
+        if name not in ("lib_leaf", "lib_mid", "helper", "main"):
+            continue
+        ip = base + vaddr + 4
+        sym, off, dso = res.frame(42, ip)
+        a2l = subprocess.run(["addr2line", "-f", "-e", str(target), hex(vaddr + 4)],
+                             capture_output=True, text=True).stdout.split()[0]
+        assert (sym, off, dso) == (a2l, 4, str(target)) == (name, 4, str(target))
