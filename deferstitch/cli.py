@@ -6,6 +6,8 @@ Examples:
   deferstitch report perf.data [--json]           what was stitched, and why the rest was not
   deferstitch script perf.data                    samples in perf script's layout
   deferstitch folded perf.data > out.folded       for flamegraph.pl
+  deferstitch export perf.data --format speedscope -o out.speedscope.json
+  deferstitch export perf.data --format pprof -o out.pb.gz      pprof -http=: out.pb.gz
   perf record -o - --call-graph fp,defer ... | deferstitch folded -
 
 Bad input: one line naming the file and offset, exit status 2.
@@ -173,15 +175,34 @@ def cmd_report(args):
     return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
 
 
+def _context(perf, args):
+    return PerfContext(perf, symbols=not args.no_symbols, kallsyms=args.kallsyms, symfs=args.symfs,
+                       buildid_dir=args.buildid_dir)
+
+
 def _text_output(args, make):
     """Run an output that names frames (it needs the maps and comms of the stream)."""
     perf = PerfData.open(args.input)
-    ctx = PerfContext(perf, symbols=not args.no_symbols, kallsyms=args.kallsyms, symfs=args.symfs,
-                      buildid_dir=args.buildid_dir)
+    ctx = _context(perf, args)
     f = _open_out(args.output, False)
     _run(perf, make(f, ctx), args, ctx)
     f.flush()
     return 0
+
+
+def cmd_export(args):
+    if args.format == "pprof":
+        from .output.pprof import Pprof
+        if args.output in (None, "-") and sys.stdout.isatty():
+            raise DeferstitchError("refusing to write a gzip'd profile to a terminal: give -o FILE")
+        perf = PerfData.open(args.input)
+        ctx = _context(perf, args)
+        f = sys.stdout.buffer if args.output in (None, "-") else open(args.output, "wb")
+        _run(perf, Pprof(f, ctx), args, ctx)
+        f.flush()
+        return 0
+    from .output.speedscope import Speedscope
+    return _text_output(args, lambda f, ctx: Speedscope(f, ctx, os.path.basename(args.input), args.weight))
 
 
 def cmd_script(args):
@@ -233,6 +254,12 @@ def build_parser():
     symbol_options(sp)
     sp.add_argument("-o", "--output")
     sp.add_argument("--weight", choices=("samples", "period"), default="samples")
+    sp = add("export", cmd_export, "a profile for other viewers: speedscope JSON or pprof")
+    symbol_options(sp)
+    sp.add_argument("--format", choices=("speedscope", "pprof"), required=True)
+    sp.add_argument("-o", "--output", help="output file (default: stdout)")
+    sp.add_argument("--weight", choices=("samples", "period"), default="samples",
+                    help="speedscope weights (pprof carries both)")
     return p
 
 

@@ -7,7 +7,7 @@ import pytest
 from conftest import capture, run_cli
 from perf_text import parse_script, strip_unmerged_cookie
 
-@pytest.mark.parametrize("scenario", ["a_per_task", "b_per_task", "syswide"])
+@pytest.mark.parametrize("scenario", ["a_per_task", "b_per_task", "syswide", "lost_per_task"])
 def test_script_layout_equals_perf_script(scenario, tmp_path):
     path, folder = capture(scenario)
     r = run_cli("script", path, "-q", "--no-symbols")

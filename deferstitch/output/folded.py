@@ -5,7 +5,7 @@ Frames without a symbol are named after their dso, as stackcollapse-perf.pl does
 import os
 from collections import Counter
 
-from .frames import UNKNOWN, name_frames
+from .frames import UNKNOWN, name_frames, sample_period
 
 
 def frame_name(sym, dso):
@@ -26,7 +26,7 @@ class Folded:
         frames = name_frames(s, self.ctx)
         comm = self.ctx.comm(s).replace(" ", "_")
         key = ";".join([comm] + [frame_name(sym, dso) for _ip, sym, _off, dso in reversed(frames)])
-        w = (s.ref.parsed.period or 0) if self.weight == "period" else 1
+        w = sample_period(s) if self.weight == "period" else 1
         self.stacks[key] += w
 
     def sample(self, s):

@@ -24,3 +24,10 @@ def sym_text(sym, off, with_offset=True):
     if sym is None:
         return UNKNOWN
     return "%s+%#x" % (sym, off) if with_offset else sym
+
+
+def sample_period(s):
+    """The period perf reports: the sampled PERIOD, else the attr's fixed sample_period
+    (evsel__parse_sample starts from attr.sample_period)."""
+    p = s.ref.parsed.period
+    return p if p is not None else s.ref.entry.attr.sample_period

@@ -6,7 +6,7 @@ read it as they read perf's own:
     (blank line between samples)
 """
 from ..abi import consts as C
-from .frames import name_frames, sym_text
+from .frames import name_frames, sample_period, sym_text
 
 
 class PerfScript:
@@ -22,15 +22,13 @@ class PerfScript:
 
     def sample(self, s):
         ref = s.ref
-        p = ref.parsed
         st = ref.entry.layout.sample_type
         head = "%s %7d " % (s.comm, s.tid if s.tid is not None else -1)
         if st & C.PERF_SAMPLE_CPU:
             head += "[%03d] " % s.cpu
         if s.time is not None:
             head += "%5d.%06d: " % (s.time // 1000000000, s.time % 1000000000 // 1000)
-        if p.period is not None:
-            head += "%10d " % p.period
+        head += "%10d " % sample_period(s)
         lines = [head + "%s: " % ref.entry.name]
         for ip, sym, off, dso in ref.frames:
             lines.append("\t%16x %s (%s)" % (ip, sym_text(sym, off), dso))

@@ -1,0 +1,91 @@
+"""pprof's profile.proto, gzip'd: samples (count and period), locations leaf first, functions,
+mappings per dso, and labels thread/tid/outcome/reason so that unmatched samples stay visible
+(``pprof -tagfocus reason=deferred-lost``)."""
+import gzip
+
+from .frames import name_frames, sample_period
+from .pprof_schema import messages
+
+
+class Pprof:
+    def __init__(self, f, ctx):
+        self.f, self.ctx = f, ctx
+        M = messages()
+        self.prof = M["Profile"]()
+        self.strings = {"": 0}
+        self.prof.string_table.append("")
+        self.functions, self.locations, self.mappings = {}, {}, {}
+        vt = self.prof.sample_type.add()
+        vt.type, vt.unit = self.s("samples"), self.s("count")
+        vt = self.prof.sample_type.add()
+        vt.type, vt.unit = self.s("cpu"), self.s("nanoseconds")
+        self.prof.period_type.type, self.prof.period_type.unit = self.s("cpu"), self.s("nanoseconds")
+        self.first = self.last = None
+
+    def s(self, text):
+        i = self.strings.get(text)
+        if i is None:
+            i = self.strings[text] = len(self.prof.string_table)
+            self.prof.string_table.append(text)
+        return i
+
+    def _mapping(self, dso, m):
+        mid = self.mappings.get(dso)
+        if mid is None:
+            mp = self.prof.mapping.add()
+            mid = mp.id = self.mappings[dso] = len(self.mappings) + 1
+            mp.filename = self.s(dso)
+            if m is not None:
+                mp.memory_start, mp.memory_limit, mp.file_offset = m.start, m.end, m.pgoff
+                if m.build_id:
+                    mp.build_id = self.s(m.build_id)
+            mp.has_functions = True
+        return mid
+
+    def _location(self, pid, ip, sym, off, dso):
+        key = (dso, ip, sym)
+        lid = self.locations.get(key)
+        if lid is not None:
+            return lid
+        m = self.ctx.maps.find(pid, ip)
+        loc = self.prof.location.add()
+        lid = loc.id = self.locations[key] = len(self.locations) + 1
+        loc.mapping_id = self._mapping(dso, m)
+        loc.address = ip
+        name = sym if sym is not None else "[%s]" % dso.strip("[]").rsplit("/", 1)[-1]
+        fkey = (name, dso)
+        fid = self.functions.get(fkey)
+        if fid is None:
+            fn = self.prof.function.add()
+            fid = fn.id = self.functions[fkey] = len(self.functions) + 1
+            fn.name = fn.system_name = self.s(name)
+            fn.filename = self.s(dso)
+        loc.line.add().function_id = fid
+        return lid
+
+    def record(self, rec):
+        pass
+
+    def resolved(self, s):
+        smp = self.prof.sample.add()
+        for ip, sym, off, dso in name_frames(s, self.ctx):
+            smp.location_id.append(self._location(s.pid, ip, sym, off, dso))
+        smp.value.extend([1, sample_period(s)])
+        for key, val in (("thread", self.ctx.comm(s)), ("outcome", s.outcome), ("reason", s.reason)):
+            if val:
+                lab = smp.label.add()
+                lab.key, lab.str = self.s(key), self.s(val)
+        lab = smp.label.add()
+        lab.key, lab.num = self.s("tid"), s.tid if s.tid is not None else -1
+        if s.time is not None:
+            self.first = s.time if self.first is None else min(self.first, s.time)
+            self.last = s.time if self.last is None else max(self.last, s.time)
+
+    def sample(self, s):
+        pass
+
+    def close(self):
+        if self.first is not None:
+            self.prof.time_nanos = self.first
+            self.prof.duration_nanos = self.last - self.first
+        self.f.write(gzip.compress(self.prof.SerializeToString()))

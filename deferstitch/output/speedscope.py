@@ -1,0 +1,51 @@
+"""speedscope's file format (https://www.speedscope.app/file-format-schema.json): one "sampled"
+profile per thread, frames shared, stacks root first, ``weights`` as long as ``samples``."""
+import json
+
+from .. import __version__
+from .folded import frame_name
+from .frames import name_frames, sample_period
+
+SCHEMA = "https://www.speedscope.app/file-format-schema.json"
+
+
+class Speedscope:
+    def __init__(self, f, ctx, name, weight="samples"):
+        self.f, self.ctx, self.name, self.weight = f, ctx, name, weight
+        self.frames = []
+        self.frame_index = {}
+        self.profiles = {}       # tid -> [comm, samples, weights, first time, last time]
+
+    def record(self, rec):
+        pass
+
+    def _frame(self, sym, dso):
+        key = (frame_name(sym, dso), dso)
+        i = self.frame_index.get(key)
+        if i is None:
+            i = self.frame_index[key] = len(self.frames)
+            self.frames.append({"name": key[0], "file": dso})
+        return i
+
+    def resolved(self, s):
+        stack = [self._frame(sym, dso) for _ip, sym, _off, dso in reversed(name_frames(s, self.ctx))]
+        prof = self.profiles.get(s.tid)
+        if prof is None:
+            prof = self.profiles[s.tid] = [self.ctx.comm(s), [], []]
+        prof[0] = self.ctx.comm(s)
+        prof[1].append(stack)
+        prof[2].append(sample_period(s) if self.weight == "period" else 1)
+
+    def sample(self, s):
+        pass
+
+    def close(self):
+        profiles = []
+        for tid, (comm, samples, weights) in sorted(self.profiles.items(), key=lambda kv: kv[0] or 0):
+            profiles.append({"type": "sampled", "name": "%s (tid %s)" % (comm, tid),
+                             "unit": "none", "startValue": 0, "endValue": sum(weights),
+                             "samples": samples, "weights": weights})
+        json.dump({"$schema": SCHEMA, "name": self.name, "exporter": "deferstitch %s" % __version__,
+                   "activeProfileIndex": 0, "shared": {"frames": self.frames},
+                   "profiles": profiles}, self.f)
+        self.f.write("\n")

@@ -1,0 +1,83 @@
+"""speedscope and pprof exports on real captures, checked with their own schemas."""
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import capture, run_cli
+
+SPEEDSCOPE = "speedscope@1.25.0"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "deferstitch-test"
+
+
+def speedscope_schema():
+    """file-format-schema.json from the speedscope npm package (npm pack, cached)."""
+    target = CACHE / "speedscope-file-format-schema.json"
+    if not target.exists():
+        if shutil.which("npm") is None:
+            pytest.skip("npm not installed: apt-get install npm (for speedscope's JSON schema)")
+        CACHE.mkdir(parents=True, exist_ok=True)
+        p = subprocess.run(["npm", "pack", SPEEDSCOPE, "--pack-destination", str(CACHE)],
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            pytest.skip("npm pack %s failed: %s" % (SPEEDSCOPE, p.stderr.strip()[-200:]))
+        tgz = CACHE / p.stdout.strip().splitlines()[-1]
+        with tarfile.open(tgz) as t:
+            member = t.extractfile("package/dist/release/file-format-schema.json")
+            target.write_bytes(member.read())
+    return json.loads(target.read_text())
+
+
+def report(path):
+    return json.loads(run_cli("report", path, "--json").stdout)
+
+
+@pytest.mark.parametrize("scenario", ["b_per_task", "lost_per_task", "syswide"])
+def test_speedscope_follows_its_schema(scenario, tmp_path):
+    import jsonschema
+    path, _ = capture(scenario)
+    out = tmp_path / "p.speedscope.json"
+    r = run_cli("export", path, "--format", "speedscope", "-o", out, "-q")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, speedscope_schema())
+    rep = report(path)
+    assert sum(len(p["samples"]) for p in doc["profiles"]) == rep["samples"]
+    for prof in doc["profiles"]:
+        assert len(prof["weights"]) == len(prof["samples"]) and prof["endValue"] == sum(prof["weights"])
+    frames = doc["shared"]["frames"]
+    biggest = max(doc["profiles"], key=lambda p: len(p["samples"]))
+    roots = Counter(frames[s[0]]["name"] for s in biggest["samples"] if s)
+    assert roots.most_common(1)[0][0] == "[libc.so.6]"      # root first: the thread start
+
+
+@pytest.mark.parametrize("scenario", ["lost_per_task", "two_events_cpu_task"])
+def test_pprof_decodes_back(scenario, tmp_path):
+    from deferstitch.output.pprof_schema import messages
+    path, _ = capture(scenario)
+    out = tmp_path / "p.pb.gz"
+    r = run_cli("export", path, "--format", "pprof", "-o", out, "-q")
+    assert r.returncode == 0, r.stderr
+    prof = messages()["Profile"]()
+    prof.ParseFromString(gzip.decompress(out.read_bytes()))
+    st = prof.string_table
+    assert st[0] == ""
+    assert [(st[v.type], st[v.unit]) for v in prof.sample_type] == [("samples", "count"), ("cpu", "nanoseconds")]
+    rep = report(path)
+    assert len(prof.sample) == rep["samples"] == sum(s.value[0] for s in prof.sample)
+    loc_ids = {l.id for l in prof.location}
+    fn_ids = {f.id for f in prof.function}
+    map_ids = {m.id for m in prof.mapping}
+    assert 0 not in loc_ids | fn_ids | map_ids
+    assert all(l.mapping_id in map_ids and l.line[0].function_id in fn_ids for l in prof.location)
+    assert all(set(s.location_id) <= loc_ids for s in prof.sample)
+    reasons = Counter(st[lab.str] for s in prof.sample for lab in s.label if st[lab.key] == "reason")
+    assert dict(reasons) == rep["unmatched"]
+    periods = sum(s.value[1] for s in prof.sample)
+    assert periods > 0
