@@ -11,7 +11,7 @@ demo: install
 	deferstitch info $(EXAMPLE)
 	deferstitch report $(EXAMPLE)
 	deferstitch stitch $(EXAMPLE) -o /tmp/deferstitch-demo.data
-	deferstitch folded $(EXAMPLE) | sort -k2 -n -r | head -5
+	deferstitch folded $(EXAMPLE) --symfs examples/symfs --kallsyms examples/kallsyms.xz | sort -k2 -n -r | head -5
 
 test: install
 	$(PYTHON) -m pytest -q tests
