@@ -7,10 +7,10 @@ setup(
                 "with a report of what could not be stitched",
     packages=find_packages(include=["deferstitch", "deferstitch.*"]),
     python_requires=">=3.9",
-    install_requires=["tabulate", "pyelftools"],
+    install_requires=["tabulate"],
     extras_require={
         "compressed": ["zstandard"],
-        "test": ["pytest", "zstandard", "tabulate", "pyelftools", "protobuf", "jsonschema", "hypothesis"],
+        "test": ["pytest", "zstandard", "tabulate", "protobuf", "jsonschema", "hypothesis"],
     },
     entry_points={"console_scripts": ["deferstitch=deferstitch.cli:main"]},
 )

@@ -1,19 +1,150 @@
-"""ELF function symbols (.symtab, else .dynsym) and the build id of one file (pyelftools).
+"""ELF function symbols (.symtab, else .dynsym), PLT entries and the build id of one file.
 
-Addresses are looked up by *file offset* (what a sample's ip minus its map's start plus pgoff
-gives), turned into a virtual address through the PT_LOAD segment that holds that offset: right
-for PIE executables, shared libraries and fixed-address executables alike.
+A small reader of our own (struct over mmap) rather than pyelftools: the perf script plugin runs
+in perf's embedded Python, which has only the standard library.
+
+Addresses are looked up by *file offset* (a sample's ip minus its map's start plus pgoff),
+turned into a virtual address through the PT_LOAD segment that holds that offset: right for PIE
+executables, shared libraries and fixed-address executables alike.
+
+    Elf64_Ehdr { u8 e_ident[16]; u16 e_type, e_machine; u32 e_version; u64 e_entry, e_phoff,
+                 e_shoff; u32 e_flags; u16 e_ehsize, e_phentsize, e_phnum, e_shentsize, e_shnum,
+                 e_shstrndx; }
+    Elf64_Phdr { u32 p_type, p_flags; u64 p_offset, p_vaddr, p_paddr, p_filesz, p_memsz, p_align; }
+    Elf64_Shdr { u32 sh_name, sh_type; u64 sh_flags, sh_addr, sh_offset, sh_size;
+                 u32 sh_link, sh_info; u64 sh_addralign, sh_entsize; }
+    Elf64_Sym  { u32 st_name; u8 st_info, st_other; u16 st_shndx; u64 st_value, st_size; }
+    Elf64_Rela { u64 r_offset, r_info; s64 r_addend; }       (32-bit variants likewise)
 """
 import bisect
+import mmap
+import struct
+from collections import namedtuple
 
 from .table import GLOBAL, LOCAL, WEAK, SymbolTable
 
-# STT_GNU_IFUNC (10) is STT_LOOS to pyelftools: both names, one type.
-_FUNC_TYPES = ("STT_FUNC", "STT_GNU_IFUNC", "STT_LOOS")
-_BIND = {"STB_GLOBAL": GLOBAL, "STB_WEAK": WEAK, "STB_LOCAL": LOCAL, "STB_GNU_UNIQUE": GLOBAL}
-
-
+PT_LOAD = 1
+SHT_SYMTAB, SHT_RELA, SHT_NOTE, SHT_NOBITS, SHT_REL, SHT_DYNSYM = 2, 4, 7, 8, 9, 11
+STT_FUNC, STT_GNU_IFUNC = 2, 10
+NT_GNU_BUILD_ID = 3
+EM_X86_64 = 62
 PLT_ENTRY = 16        # x86-64: the PLT header and each entry are 16 bytes
+_BIND = {0: LOCAL, 1: GLOBAL, 2: WEAK, 10: GLOBAL}
+
+Section = namedtuple("Section", "name type flags addr offset size link info entsize")
+Reloc = namedtuple("Reloc", "offset sym addend")
+
+
+class ElfError(ValueError):
+    pass
+
+
+class ElfFile:
+    """The parts of an ELF file symbolization needs, read lazily from a memory map."""
+
+    def __init__(self, path):
+        with open(path, "rb") as f:
+            try:
+                self.m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            except ValueError:
+                raise ElfError("empty file") from None
+        m = self.m
+        if len(m) < 52 or m[:4] != b"\x7fELF" or m[4] not in (1, 2) or m[5] not in (1, 2):
+            raise ElfError("not an ELF file")
+        self.is64 = m[4] == 2
+        e = self.e = "<" if m[5] == 1 else ">"
+        if self.is64:
+            (self.type, self.machine, _v, _entry, phoff, shoff, _fl, _eh, phentsize, phnum,
+             shentsize, shnum, shstrndx) = struct.unpack_from(e + "HHIQQQIHHHHHH", m, 16)
+            phfmt, shfmt = e + "IIQQQQQQ", e + "IIQQQQIIQQ"
+        else:
+            (self.type, self.machine, _v, _entry, phoff, shoff, _fl, _eh, phentsize, phnum,
+             shentsize, shnum, shstrndx) = struct.unpack_from(e + "HHIIIIIHHHHHH", m, 16)
+            phfmt, shfmt = e + "IIIIIIII", e + "IIIIIIIIII"
+        self.loads = []
+        for i in range(phnum):
+            at = phoff + i * phentsize
+            if at + struct.calcsize(phfmt) > len(m):
+                raise ElfError("program header %d past the end of the file" % i)
+            ph = struct.unpack_from(phfmt, m, at)
+            if self.is64:
+                ptype, _flags, off, vaddr, _pa, filesz = ph[:6]
+            else:
+                ptype, off, vaddr, _pa, filesz = ph[:5]
+            if ptype == PT_LOAD:
+                self.loads.append((off, vaddr, filesz))
+        self.loads.sort()
+        raw = []
+        for i in range(shnum):
+            at = shoff + i * shentsize
+            if at + struct.calcsize(shfmt) > len(m):
+                raise ElfError("section header %d past the end of the file" % i)
+            sh = struct.unpack_from(shfmt, m, at)
+            name, stype, flags, addr, off, size, link, info, _align, entsize = sh
+            raw.append((name, stype, flags, addr, off, size, link, info, entsize))
+        names = raw[shstrndx] if shstrndx < len(raw) else None
+        self.sections = [Section(self._str(names[4], n) if names else "", *rest)
+                         for n, *rest in raw]
+        self.by_name = {}
+        for s in self.sections:
+            self.by_name.setdefault(s.name, s)
+
+    def _str(self, table_off, idx):
+        start = table_off + idx
+        end = self.m.find(b"\0", start)
+        return self.m[start:end if end >= 0 else start].decode("utf-8", "replace")
+
+    def data(self, sec):
+        if sec.type == SHT_NOBITS:
+            return b""
+        return self.m[sec.offset:sec.offset + sec.size]
+
+    def symbols(self, sec):
+        """(name, value, size, bind, type, shndx) of a SYMTAB/DYNSYM section."""
+        strtab = self.sections[sec.link] if sec.link < len(self.sections) else None
+        fmt = self.e + ("IBBHQQ" if self.is64 else "IIIBBH")
+        size = struct.calcsize(fmt)
+        data = self.data(sec)
+        out = []
+        for at in range(0, len(data) - size + 1, sec.entsize or size):
+            if self.is64:
+                name, info, _other, shndx, value, ssize = struct.unpack_from(fmt, data, at)
+            else:
+                name, value, ssize, info, _other, shndx = struct.unpack_from(fmt, data, at)
+            out.append((self._str(strtab.offset, name) if strtab and name else "", value, ssize,
+                        info >> 4, info & 0xf, shndx))
+        return out
+
+    def relocations(self, sec):
+        rela = sec.type == SHT_RELA
+        if self.is64:
+            fmt = self.e + ("QQq" if rela else "QQ")
+        else:
+            fmt = self.e + ("IIi" if rela else "II")
+        size = struct.calcsize(fmt)
+        data = self.data(sec)
+        out = []
+        for at in range(0, len(data) - size + 1, sec.entsize or size):
+            v = struct.unpack_from(fmt, data, at)
+            sym = v[1] >> 32 if self.is64 else v[1] >> 8
+            out.append(Reloc(v[0], sym, v[2] if rela else None))
+        return out
+
+    def build_id(self):
+        for sec in self.sections:
+            if sec.type != SHT_NOTE:
+                continue
+            data, at = self.data(sec), 0
+            while at + 12 <= len(data):
+                namesz, descsz, ntype = struct.unpack_from(self.e + "III", data, at)
+                at += 12
+                name = data[at:at + namesz]
+                at += (namesz + 3) & ~3
+                desc = data[at:at + descsz]
+                at += (descsz + 3) & ~3
+                if ntype == NT_GNU_BUILD_ID and name[:3] == b"GNU":
+                    return bytes(desc).hex()
+        return None
 
 
 def _plt_jump_target(code, entry_addr):
@@ -32,83 +163,66 @@ def plt_symbols(elf, table):
     "name@plt" per .rela.plt entry sorted by GOT offset (x86 does not emit IFUNC relocations in
     PLT order), an IFUNC named after its resolver, entries in .plt.sec for IBT builds, and the
     .plt.got stubs named through .rela.dyn."""
-    out = []
-    plt = elf.get_section_by_name(".plt")
-    if plt is None or elf["e_machine"] != "EM_X86_64":
-        return out
-    header = (plt["sh_addr"], plt["sh_addr"] + PLT_ENTRY, ".plt")
-    rela = elf.get_section_by_name(".rela.plt")
-    pltsec = elf.get_section_by_name(".plt.sec")
-    out.append(header)
-    if rela is not None and hasattr(rela, "iter_relocations"):
-        dynsym = elf.get_section(rela["sh_link"])
-        relocs = sorted(rela.iter_relocations(), key=lambda r: r["r_offset"])
+    plt = elf.by_name.get(".plt")
+    if plt is None or elf.machine != EM_X86_64:
+        return []
+    out = [(plt.addr, plt.addr + PLT_ENTRY, ".plt")]
+    rela = elf.by_name.get(".rela.plt") or elf.by_name.get(".rel.plt")
+    pltsec = elf.by_name.get(".plt.sec")
+    if rela is not None and rela.link < len(elf.sections):
+        syms = elf.symbols(elf.sections[rela.link])
+        relocs = sorted(elf.relocations(rela), key=lambda r: r.offset)
         if pltsec is not None:
-            out[0] = (plt["sh_addr"], plt["sh_addr"] + plt["sh_size"], ".plt")
-            addr = pltsec["sh_addr"]
-        elif len(relocs) * PLT_ENTRY == plt["sh_size"]:
+            out[0] = (plt.addr, plt.addr + plt.size, ".plt")
+            addr = pltsec.addr
+        elif len(relocs) * PLT_ENTRY == plt.size:
             out.pop()                       # not lazy: no header
-            addr = plt["sh_addr"]
+            addr = plt.addr
         else:
-            addr = plt["sh_addr"] + PLT_ENTRY
+            addr = plt.addr + PLT_ENTRY
         for r in relocs:
-            sym = dynsym.get_symbol(r["r_info_sym"]) if r["r_info_sym"] else None
-            name = sym.name.split("@")[0] if sym is not None and sym.name else None
-            if name is None:
-                hit = table.find(r["r_addend"]) if r.is_RELA() else None
+            name = syms[r.sym][0] if 0 < r.sym < len(syms) else ""
+            if not name:
+                hit = table.find(r.addend) if r.addend is not None else None
                 name = hit[0] if hit and hit[1] == 0 else "offset_%#x" % addr
-            out.append((addr, addr + PLT_ENTRY, name + "@plt"))
+            out.append((addr, addr + PLT_ENTRY, name.split("@")[0] + "@plt"))
             addr += PLT_ENTRY
-    pltgot = elf.get_section_by_name(".plt.got")
-    dyn = elf.get_section_by_name(".rela.dyn")
-    if pltgot is not None and dyn is not None and hasattr(dyn, "iter_relocations"):
-        dynsym = elf.get_section(dyn["sh_link"])
-        by_got = {r["r_offset"]: r["r_info_sym"] for r in dyn.iter_relocations()}
-        code, step = pltgot.data(), pltgot["sh_entsize"] or 8
+    pltgot, dyn = elf.by_name.get(".plt.got"), elf.by_name.get(".rela.dyn")
+    if pltgot is not None and dyn is not None and dyn.link < len(elf.sections):
+        syms = elf.symbols(elf.sections[dyn.link])
+        by_got = {r.offset: r.sym for r in elf.relocations(dyn)}
+        code, step = elf.data(pltgot), pltgot.entsize or 8
         for i in range(0, len(code) - step + 1, step):
-            target = _plt_jump_target(code[i:i + step], pltgot["sh_addr"] + i)
-            idx = by_got.get(target)
-            sym = dynsym.get_symbol(idx) if idx else None
-            if sym is not None and sym.name:
-                out.append((pltgot["sh_addr"] + i, pltgot["sh_addr"] + i + step,
-                            sym.name.split("@")[0] + "@plt"))
+            idx = by_got.get(_plt_jump_target(code[i:i + step], pltgot.addr + i))
+            if idx and idx < len(syms) and syms[idx][0]:
+                out.append((pltgot.addr + i, pltgot.addr + i + step, syms[idx][0].split("@")[0] + "@plt"))
     return out
 
 
-def read_build_id(elf):
-    for sec in elf.iter_sections():
-        if sec["sh_type"] != "SHT_NOTE":
-            continue
-        for note in sec.iter_notes():
-            if note["n_type"] == "NT_GNU_BUILD_ID":
-                return note["n_desc"]
-    return None
-
-
 class ElfSymbols:
+    """Function symbols of one file, looked up by file offset (see the module docstring)."""
+
     def __init__(self, path):
-        from elftools.elf.elffile import ELFFile      # imported here: optional dependency
-        with open(path, "rb") as f:
-            elf = ELFFile(f)
+        elf = ElfFile(path)
+        try:
             self.path = path
-            self.build_id = read_build_id(elf)
-            self.segments = sorted((seg["p_offset"], seg["p_vaddr"], seg["p_filesz"])
-                                   for seg in elf.iter_segments() if seg["p_type"] == "PT_LOAD")
+            self.build_id = elf.build_id()
+            self.segments = elf.loads
             self._seg_starts = [s[0] for s in self.segments]
             syms = []
-            for secname in (".symtab", ".dynsym"):
-                sec = elf.get_section_by_name(secname)
-                if sec is None:
+            for secname, stype in ((".symtab", SHT_SYMTAB), (".dynsym", SHT_DYNSYM)):
+                sec = elf.by_name.get(secname)
+                if sec is None or sec.type != stype:
                     continue
-                for s in sec.iter_symbols():
-                    if (s["st_info"]["type"] in _FUNC_TYPES and s.name
-                            and s["st_shndx"] != "SHN_UNDEF"):
-                        syms.append((s["st_value"], s["st_value"] + s["st_size"],
-                                     _BIND.get(s["st_info"]["bind"], LOCAL), s.name.split("@")[0]))
+                for name, value, size, bind, typ, shndx in elf.symbols(sec):
+                    if typ in (STT_FUNC, STT_GNU_IFUNC) and name and shndx != 0:
+                        syms.append((value, value + size, _BIND.get(bind, LOCAL), name.split("@")[0]))
                 if syms:
                     break              # perf: .symtab when there is one, else .dynsym
             self.table = SymbolTable(syms)
             self.table.add_sized(plt_symbols(elf, self.table))
+        finally:
+            elf.m.close()
 
     def vaddr(self, file_offset):
         i = bisect.bisect_right(self._seg_starts, file_offset) - 1
