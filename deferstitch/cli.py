@@ -73,6 +73,8 @@ def _run(perf, out, args, ctx=None):
     try:
         feed.run()
     finally:
+        if hasattr(out, "report"):      # outputs that carry the report (the stitched file)
+            out.report = feed.report
         out.close()
         if tick is not None:
             sys.stderr.write("\r\033[K")

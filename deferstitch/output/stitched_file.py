@@ -2,7 +2,12 @@
 
 A stitched sample's chain becomes ``…kernel…, PERF_CONTEXT_USER, user ips…``; an unmatched one
 keeps its kernel part only (perf 6.1 drops a whole chain that still holds the -640 marker).
+
+The stitch report travels inside the file, as JSON in header feature section ``REPORT_FEATURE``
+(250, a bit perf has not assigned: perf 6.1 and 7.x skip it as "unknown feature"), so that the
+perf script plugin on the stitched file shows the same report as on the original.
 """
+import json
 import struct
 
 from ..abi import consts as C
@@ -23,9 +28,13 @@ def splice_chain(data, parsed, chain, endian):
     return bytes(new)
 
 
+REPORT_FEATURE = 250
+
+
 class StitchedFile:
     def __init__(self, f, perf, compat=True):
         self.perf = perf
+        self.report = None          # set by the caller before close()
         self.endian = perf.endian
         self.writer = PerfWriter(f, perf.endian, compat=compat)
         self.rewritten = 0
@@ -43,4 +52,7 @@ class StitchedFile:
         self.rewritten += 1
 
     def close(self):
-        self.writer.close(self.perf.evlist.entries, self.perf.features)
+        features = dict(self.perf.features)
+        if self.report is not None:
+            features[REPORT_FEATURE] = json.dumps(self.report.to_json(), sort_keys=True).encode()
+        self.writer.close(self.perf.evlist.entries, features)

@@ -307,6 +307,22 @@ class PerfData:
             raise FormatError(self.path, rec.offset, "%s: %s" % (C.record_name(t), err)) from None
 
 
+def _zstd_backend(path):
+    """(new decompressor, its error class): the zstandard package, else Python 3.14's
+    compression.zstd (perf's embedded Python may have only the standard library)."""
+    try:
+        import zstandard
+        return (lambda: zstandard.ZstdDecompressor().decompressobj()), zstandard.ZstdError
+    except ImportError:
+        pass
+    try:
+        from compression import zstd
+        return zstd.ZstdDecompressor, zstd.ZstdError
+    except ImportError:
+        raise FormatError(path, None, "compressed perf.data needs the zstandard package "
+                          "(pip install zstandard, or apt-get install python3-zstandard)") from None
+
+
 class _Decompressor:
     """PERF_RECORD_COMPRESSED(2): one zstd stream for the session; records may straddle chunks.
 
@@ -315,14 +331,9 @@ class _Decompressor:
     """
 
     def __init__(self, path):
-        try:
-            import zstandard
-        except ImportError:
-            raise FormatError(path, None, "compressed perf.data needs the zstandard package "
-                              "(pip install zstandard, or apt-get install python3-zstandard)") from None
-        self.zstd = zstandard
+        self.new, self.error = _zstd_backend(path)
         self.path = path
-        self.obj = zstandard.ZstdDecompressor().decompressobj()
+        self.obj = self.new()
         self.rest = b""           # a partial record carried over to the next container
         self.rest_offset = None
 
@@ -344,8 +355,8 @@ class _Decompressor:
                 out.append(self.obj.decompress(payload))
                 payload = self.obj.unused_data if self.obj.eof else b""
                 if self.obj.eof:           # perf ends a frame per container: start the next
-                    self.obj = self.zstd.ZstdDecompressor().decompressobj()
-        except self.zstd.ZstdError as err:
+                    self.obj = self.new()
+        except self.error as err:
             raise FormatError(self.path, rec.offset, "bad zstd data in %s: %s"
                               % (C.record_name(rec.type), err)) from None
         buf = self.rest + b"".join(out)

@@ -1,0 +1,284 @@
+"""The `perf script -s perf_scripts/stitch.py` front end: perf's samples, whole, and the report.
+
+perf (7.x) merges deferred callchains itself but leaves unmerged every sample taken after its
+entry's stack was written; with --no-merge-callchains it merges none. Either way such a sample
+reaches Python as its kernel frames plus a fake last frame holding the cookie. We run the same
+stitcher over the same perf.data (the file named on perf's own command line) and, for each
+sample perf hands us, look up what the core made of it:
+
+    perf ──process_event(tid, time, frames)──┐
+                                             ├─> merged by perf: its frames as they are
+    our reader → stitcher (a thread, bounded)┘   cookie frame:   kernel frames + our user frames
+                                                                 (or kernel only, with a reason)
+
+The lookup is keyed by (tid, time); our side runs ahead of perf's only as far as perf holds
+samples back, through a bounded queue, so memory follows what is pending. A file written by
+`deferstitch stitch` carries the report of the stitching in a header section that perf ignores
+(feature bit ``REPORT_FEATURE``); on such a file (perf 6.1 reads it) that report is shown.
+"""
+import json
+import os
+import queue
+import re
+import sys
+import threading
+
+from .abi import consts as C
+from .errors import DeferstitchError
+from .output.folded import frame_name
+from .output.perf_records import PerfContext
+from .output.stitched_file import REPORT_FEATURE
+from .output.tables import render
+from .perfdata.feed import PerfFeed
+from .perfdata.reader import PerfData
+from .report import StitchReport
+
+USAGE = """usage: perf script [-i perf.data] -s perf_scripts/stitch.py -- [options]
+  --folded          FlameGraph folded stacks instead of perf script's layout
+  --report          the report only (no samples)
+  --json FILE       the report as JSON into FILE
+  -o, --output FILE samples (or folded stacks) into FILE instead of stdout
+  --report-to FILE  the report tables into FILE instead of stderr
+  --max-pending N   samples waiting for their stack at most (default: the CLI's)"""
+
+
+def perf_cmdline():
+    """perf's own argv (the script runs inside the perf process)."""
+    try:
+        with open("/proc/self/cmdline", "rb") as f:
+            return [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def perf_option(argv, short, long_):
+    """The value of -x V / -xV / --long V / --long=V on perf's command line (before "--")."""
+    if "--" in argv:
+        argv = argv[:argv.index("--")]
+    for i, a in enumerate(argv):
+        if short and a == short and i + 1 < len(argv):
+            return argv[i + 1]
+        if short and a.startswith(short) and len(a) > 2 and not a.startswith("--"):
+            return a[2:]
+        if a == long_ and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(long_ + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def parse_args(args):
+    opts = {"folded": False, "report_only": False, "json": None, "output": None,
+            "report_to": None, "max_pending": None}
+    it = iter(args)
+    for a in it:
+        if a == "--folded":
+            opts["folded"] = True
+        elif a == "--report":
+            opts["report_only"] = True
+        elif a in ("--json", "-o", "--output", "--report-to", "--max-pending"):
+            val = next(it, None)
+            if val is None:
+                raise DeferstitchError("%s needs a value\n%s" % (a, USAGE))
+            key = {"-o": "output", "--output": "output", "--json": "json",
+                   "--report-to": "report_to", "--max-pending": "max_pending"}[a]
+            opts[key] = int(val) if key == "max_pending" else val
+        elif a in ("-h", "--help"):
+            raise DeferstitchError(USAGE)
+        else:
+            raise DeferstitchError("unknown option %r\n%s" % (a, USAGE))
+    return opts
+
+
+def perf_version():
+    try:
+        out = os.popen("'%s' version 2>/dev/null" % os.readlink("/proc/self/exe")).read()
+    except OSError:
+        return None
+    m = re.search(r"(\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+class _Producer(threading.Thread):
+    """Runs our reader → stitcher over the file; hands samples over in time order."""
+
+    def __init__(self, perf, ctx, max_pending):
+        super().__init__(daemon=True)
+        self.perf, self.ctx = perf, ctx
+        self.q = queue.Queue(maxsize=4096)
+        self.kw = {"max_pending": max_pending} if max_pending else {}
+        self.report = None
+        self.error = None
+
+    def record(self, rec):
+        pass
+
+    def resolved(self, s):
+        s.comm = self.ctx.comm(s)
+        s.ref.frames = None
+
+    def sample(self, s):
+        self.q.put(s)
+
+    def close(self):
+        pass
+
+    def run(self):
+        try:
+            self.report = PerfFeed(self.perf, self, observe=self.ctx.observe, **self.kw).run()
+        except DeferstitchError as err:
+            self.error = err
+        except Exception as err:          # never leave perf waiting on a dead thread
+            self.error = err
+        finally:
+            self.q.put(None)
+
+
+class Plugin:
+    def __init__(self, argv=None, cmdline=None):
+        self.opts = parse_args(sys.argv[1:] if argv is None else argv)
+        cmd = perf_cmdline() if cmdline is None else cmdline
+        self.input = perf_option(cmd, "-i", "--input") or "perf.data"
+        self.no_merge = "--no-merge-callchains" in cmd
+        self.out = open(self.opts["output"], "w") if self.opts["output"] else sys.stdout
+        self.ahead = {}           # (tid, time) -> [our samples], pulled but not asked for yet
+        self.names = {}           # (pid, ip) -> (sym, off, dso) as perf itself named it
+        self.folded = {}
+        self.served = {"perf_merged": 0, "we_stitched": 0, "unmatched": 0, "passed": 0, "unknown": 0}
+        self.producer = None
+        self.file_report = None
+        self.exhausted = False
+        if self.input == "-" or not os.path.isfile(self.input):
+            sys.stderr.write("deferstitch: perf is reading %s, not a file: stitching and the report "
+                             "need the perf.data as a file (perf script -i FILE -s ...); showing "
+                             "perf's own stacks only\n" % ("a pipe" if self.input == "-" else self.input))
+            return
+        perf = PerfData.open(self.input)
+        raw = perf.features.get(REPORT_FEATURE)
+        if raw:
+            self.file_report = StitchReport.from_json(json.loads(bytes(raw).decode()))
+        ver = perf_version()
+        if ver is not None and ver < (6, 19) and any(e.attr.defer_callchain for e in perf.evlist.entries):
+            raise DeferstitchError("perf %d.%d cannot read deferred callchains (Linux 6.19 / perf 6.19 "
+                                   "format): run `deferstitch stitch %s -o stitched.data` and give perf "
+                                   "that file" % (ver[0], ver[1], self.input))
+        ctx = PerfContext(perf, kallsyms=perf_option(cmd, None, "--kallsyms"),
+                          symfs=perf_option(cmd, None, "--symfs"))
+        self.ctx = ctx
+        self.producer = _Producer(perf, ctx, self.opts["max_pending"])
+        self.producer.start()
+
+    # -- matching perf's samples with ours ----------------------------------------------------
+    def _pull(self):
+        s = self.producer.q.get()
+        if s is None:
+            self.exhausted = True
+            return None
+        self.ahead.setdefault((s.tid, s.time), []).append(s)
+        return s
+
+    def ours(self, tid, time):
+        key = (tid, time)
+        while key not in self.ahead and not self.exhausted:
+            s = self._pull()
+            if s is not None and s.time is not None and time is not None and s.time > time \
+                    and key not in self.ahead:
+                break            # our side is past it: perf has a sample we do not know
+        got = self.ahead.get(key)
+        if not got:
+            return None
+        s = got.pop(0)
+        if not got:
+            del self.ahead[key]
+        return s
+
+    # -- perf's callbacks ---------------------------------------------------------------------
+    def event(self, d):
+        smp = d.get("sample", {})
+        tid, pid, time = smp.get("tid"), smp.get("pid"), smp.get("time")
+        chain = d.get("callchain") or []
+        frames = []
+        for fr in chain:
+            sym = fr.get("sym")
+            name = sym.get("name") if sym else None
+            frames.append((fr.get("ip"), name, fr.get("sym_off", 0) or 0, fr.get("dso")))
+        s = self.ours(tid, time) if self.producer is not None else None
+        if s is not None and s.cookie is not None and frames and frames[-1][0] == s.cookie \
+                and frames[-1][3] is None:
+            frames.pop()                            # the cookie frame perf left in
+            if s.outcome == "stitched":
+                frames.extend(self._name(pid, ip) for ip in s.user)
+                self.served["we_stitched"] += 1
+            else:
+                self.served["unmatched"] += 1
+        elif s is not None and s.cookie is not None:
+            self.served["perf_merged"] += 1
+        elif s is not None:
+            self.served["passed"] += 1
+        else:
+            self.served["unknown"] += 1
+        for ip, name, off, dso in frames:
+            if dso is not None and name is not None:
+                self.names[(pid, ip)] = (name, off, dso)
+        frames = frames[:127]
+        if self.opts["report_only"]:
+            return
+        # our comm (taken when the sample's stack arrived, as perf's merge does) keeps the two
+        # perf modes identical; perf's own is the fallback
+        comm = (s.comm if s else None) or d.get("comm") or ":%s" % tid
+        if self.opts["folded"]:
+            key = ";".join([comm.replace(" ", "_")] +
+                           [frame_name(n, dso or "[unknown]") for _ip, n, _o, dso in reversed(frames)])
+            self.folded[key] = self.folded.get(key, 0) + 1
+            return
+        self._print(d, comm, tid, time, frames)
+
+    def _name(self, pid, ip):
+        hit = self.names.get((pid, ip))
+        if hit is not None:
+            return (ip,) + hit
+        sym, off, dso = self.ctx.resolver.frame(pid, ip)
+        return ip, sym, off, dso
+
+    def _print(self, d, comm, tid, time, frames):
+        smp = d["sample"]
+        attr = d.get("attr") or b""
+        sample_type = int.from_bytes(attr[24:32], "little") if len(attr) >= 32 else 0
+        head = "%s %7d " % (comm, tid)
+        if sample_type & C.PERF_SAMPLE_CPU:
+            head += "[%03d] " % smp.get("cpu", 0)
+        head += "%5d.%06d: %10d %s: " % (time // 10**9, time % 10**9 // 1000, smp.get("period", 0),
+                                         d.get("ev_name", ""))
+        lines = [head]
+        for ip, name, off, dso in frames:
+            lines.append("\t%16x %s (%s)" % (ip, "%s+%#x" % (name, off) if name else "[unknown]",
+                                             dso or "[unknown]"))
+        self.out.write("\n".join(lines) + "\n\n")
+
+    def finish(self):
+        if self.opts["folded"]:
+            for key in sorted(self.folded):
+                self.out.write("%s %d\n" % (key, self.folded[key]))
+        self.out.flush()
+        if self.producer is None:
+            return
+        while not self.exhausted:
+            self._pull()
+            self.ahead.clear()
+        self.producer.join()
+        if self.producer.error is not None:
+            raise self.producer.error
+        rep = self.file_report or self.producer.report
+        rep.extra["perf_script"] = dict(self.served)
+        if self.opts["json"]:
+            with open(self.opts["json"], "w") as f:
+                json.dump(rep.to_json(), f, indent=1)
+        text = render(rep, "%s: deferred callchain stitching%s" % (
+            self.input, " (report written by deferstitch stitch)" if self.file_report else ""))
+        if self.opts["report_to"]:
+            with open(self.opts["report_to"], "w") as f:
+                f.write(text)
+        else:
+            sys.stderr.write(text)
+        if self.out is not sys.stdout:
+            self.out.close()

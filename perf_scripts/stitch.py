@@ -1,0 +1,55 @@
+# perf script -s perf_scripts/stitch.py — whole stacks from deferred user callchains, and a
+# report of every sample that could not be stitched, inside perf's own Python.
+#
+# Usage:
+#   perf script -i perf.data -s perf_scripts/stitch.py                  stitched samples, report on stderr
+#   perf script -i perf.data -s perf_scripts/stitch.py -- --folded      FlameGraph folded stacks
+#   perf script -i perf.data -s perf_scripts/stitch.py -- --report --json report.json
+#   perf script -i perf.data --no-merge-callchains -s perf_scripts/stitch.py -- -o out.txt
+#
+# Thin on purpose: the work is in deferstitch.perfplugin (found next to this file, or installed).
+import os
+import sys
+
+_here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.isdir(os.path.join(_here, "deferstitch")):
+    sys.path.insert(0, _here)
+
+_plugin = None
+
+
+def _fail(msg):
+    sys.stderr.write("stitch.py: %s\n" % msg)
+    sys.stderr.flush()
+    os._exit(2)          # perf would print a traceback for an exception: one line instead
+
+
+def trace_begin():
+    global _plugin
+    try:
+        from deferstitch.perfplugin import Plugin
+    except ImportError as err:
+        _fail("cannot import deferstitch (%s): keep perf_scripts/ next to deferstitch/, or "
+              "pip install deferstitch for %s" % (err, sys.executable or "perf's python3"))
+    from deferstitch.errors import DeferstitchError
+    try:
+        _plugin = Plugin()
+    except DeferstitchError as err:
+        _fail(str(err))
+
+
+def process_event(param_dict):
+    _plugin.event(param_dict)
+
+
+def trace_unhandled(event_name, context, event_fields_dict, perf_sample_dict=None):
+    if perf_sample_dict is not None:
+        _plugin.event(perf_sample_dict)
+
+
+def trace_end():
+    from deferstitch.errors import DeferstitchError
+    try:
+        _plugin.finish()
+    except DeferstitchError as err:
+        _fail(str(err))
