@@ -99,6 +99,18 @@ def perf_version():
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+def session_attrs(path, limit=10000):
+    """The attrs of a perf.data; a pipe-mode file declares them in records, so read up to the
+    first kernel record."""
+    with PerfData.open(path) as perf:
+        if not perf.pipe:
+            return [e.attr for e in perf.evlist.entries]
+        for i, rec in enumerate(perf.records()):
+            if rec.type < C.PERF_RECORD_USER_TYPE_START or i > limit:
+                break
+        return [e.attr for e in perf.evlist.entries]
+
+
 class _Producer(threading.Thread):
     """Runs our reader → stitcher over the file; hands samples over in time order."""
 
@@ -158,7 +170,7 @@ class Plugin:
         if raw:
             self.file_report = StitchReport.from_json(json.loads(bytes(raw).decode()))
         ver = perf_version()
-        if ver is not None and ver < (6, 19) and any(e.attr.defer_callchain for e in perf.evlist.entries):
+        if ver is not None and ver < (6, 19) and any(a.defer_callchain for a in session_attrs(self.input)):
             raise DeferstitchError("perf %d.%d cannot read deferred callchains (Linux 6.19 / perf 6.19 "
                                    "format): run `deferstitch stitch %s -o stitched.data` and give perf "
                                    "that file" % (ver[0], ver[1], self.input))

@@ -96,4 +96,6 @@ class StitchReport:
             r.by_thread[int(tid)] = [comm, Counter(v)]
         for cpu, v in d.get("by_cpu", {}).items():
             r.by_cpu[None if cpu == "None" else int(cpu)] = Counter(v)
+        known = set(cls().to_json())
+        r.extra = {k: v for k, v in d.items() if k not in known}
         return r

@@ -24,6 +24,18 @@ def _fail(msg):
     os._exit(2)          # perf would print a traceback for an exception: one line instead
 
 
+def _guard(func, *args):
+    """Run a plugin step; any failure is one line and exit status 2 (DEFERSTITCH_DEBUG=1: raise)."""
+    try:
+        return func(*args)
+    except Exception as err:
+        if os.environ.get("DEFERSTITCH_DEBUG"):
+            raise
+        from deferstitch.errors import DeferstitchError
+        _fail(str(err) if isinstance(err, DeferstitchError) else
+              "internal error: %s: %s (DEFERSTITCH_DEBUG=1 shows where)" % (type(err).__name__, err))
+
+
 def trace_begin():
     global _plugin
     try:
@@ -31,25 +43,17 @@ def trace_begin():
     except ImportError as err:
         _fail("cannot import deferstitch (%s): keep perf_scripts/ next to deferstitch/, or "
               "pip install deferstitch for %s" % (err, sys.executable or "perf's python3"))
-    from deferstitch.errors import DeferstitchError
-    try:
-        _plugin = Plugin()
-    except DeferstitchError as err:
-        _fail(str(err))
+    _plugin = _guard(Plugin)
 
 
 def process_event(param_dict):
-    _plugin.event(param_dict)
+    _guard(_plugin.event, param_dict)
 
 
 def trace_unhandled(event_name, context, event_fields_dict, perf_sample_dict=None):
     if perf_sample_dict is not None:
-        _plugin.event(perf_sample_dict)
+        _guard(_plugin.event, perf_sample_dict)
 
 
 def trace_end():
-    from deferstitch.errors import DeferstitchError
-    try:
-        _plugin.finish()
-    except DeferstitchError as err:
-        _fail(str(err))
+    _guard(_plugin.finish)

@@ -49,8 +49,9 @@ SCRIPT_FRAME = re.compile(r"^\t\s*([0-9a-f]+) (.*) \((.*)\)$")
 
 
 def parse_script(text):
-    """{(tid, time text): (header line, [(ip, sym, dso)])} of perf script's default layout;
-    addr2line's "(inlined)" lines and the "(cookie)" frame left out."""
+    """{(tid, time text, n): (header line, [(ip, sym, dso)])} of perf script's default layout,
+    n counting samples with the same tid and time; addr2line's "(inlined)" lines and the
+    "(cookie)" frame left out."""
     out = {}
     head = None
     for line in text.split("\n"):
@@ -64,8 +65,11 @@ def parse_script(text):
             continue
         m = SCRIPT_HEAD.match(line)
         if m:
-            head = (int(m.group(2)), m.group(3))
-            out.setdefault(head, (line, []))
+            n = 0
+            while (int(m.group(2)), m.group(3), n) in out:
+                n += 1
+            head = (int(m.group(2)), m.group(3), n)
+            out[head] = (line, [])
     return out
 
 
