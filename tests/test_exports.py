@@ -81,3 +81,40 @@ def test_pprof_decodes_back(scenario, tmp_path):
     assert dict(reasons) == rep["unmatched"]
     periods = sum(s.value[1] for s in prof.sample)
     assert periods > 0
+
+
+def real_pprof():
+    """google/pprof built from Debian's sources (golang-go, golang-github-google-pprof-dev)."""
+    target = CACHE / "pprof"
+    if target.exists():
+        return str(target)
+    if shutil.which("go") is None or not Path("/usr/share/gocode/src/github.com/google/pprof").is_dir():
+        pytest.skip("pprof not available: apt-get install golang-go golang-github-google-pprof-dev")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "GOPATH": "/usr/share/gocode", "GO111MODULE": "off", "GOCACHE": str(CACHE / "gocache")}
+    p = subprocess.run(["go", "build", "-o", str(target), "github.com/google/pprof"], env=env,
+                       capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        pytest.fail("building pprof failed: %s" % p.stderr[-1000:])
+    return str(target)
+
+
+def test_the_real_pprof_reads_it(tmp_path):
+    pprof = real_pprof()
+    path, _ = capture("lost_per_task")
+    out = tmp_path / "p.pb.gz"
+    assert run_cli("export", path, "--format", "pprof", "-o", out, "-q").returncode == 0
+    rep = report(path)
+
+    def total(*args):
+        p = subprocess.run([pprof, "-sample_index=samples", "-nodefraction=0", "-nodecount=1000000",
+                            *args, "-top", str(out)],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        line = next(l for l in p.stdout.splitlines() if l.startswith("Showing nodes"))
+        return int(line.split(" accounting for ")[1].split(",")[0])   # what the filter kept
+
+    assert "Total samples = %d" % rep["samples"] in subprocess.run(
+        [pprof, "-sample_index=samples", "-top", str(out)], capture_output=True, text=True).stdout
+    for reason, n in rep["unmatched"].items():
+        assert total("-tagfocus=reason=" + reason) == n

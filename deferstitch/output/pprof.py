@@ -1,6 +1,8 @@
 """pprof's profile.proto, gzip'd: samples (count and period), locations leaf first, functions,
 mappings per dso, and labels thread/tid/outcome/reason so that unmatched samples stay visible
-(``pprof -tagfocus reason=deferred-lost``)."""
+(``pprof -tagfocus reason=deferred-lost``). An unmatched sample also gets an outermost frame
+``[user stack lost: REASON]``: where its user part would be, and never a sample without frames
+(pprof shows those nowhere)."""
 import gzip
 
 from .frames import name_frames, sample_period
@@ -70,6 +72,9 @@ class Pprof:
         smp = self.prof.sample.add()
         for ip, sym, off, dso in name_frames(s, self.ctx):
             smp.location_id.append(self._location(s.pid, ip, sym, off, dso))
+        if s.reason:
+            smp.location_id.append(self._location(s.pid, 0, "[user stack lost: %s]" % s.reason, 0,
+                                                  "[deferstitch]"))
         smp.value.extend([1, sample_period(s)])
         for key, val in (("thread", self.ctx.comm(s)), ("outcome", s.outcome), ("reason", s.reason)):
             if val:
@@ -85,7 +90,6 @@ class Pprof:
         pass
 
     def close(self):
-        if self.first is not None:
-            self.prof.time_nanos = self.first
+        if self.first is not None:     # perf's clock is not wall time: no time_nanos
             self.prof.duration_nanos = self.last - self.first
         self.f.write(gzip.compress(self.prof.SerializeToString()))
