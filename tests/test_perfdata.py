@@ -196,3 +196,12 @@ def test_file_mode_through_a_pipe(tmp_path):
     assert r1.returncode == 0, r1.stderr
     a, b = json.loads(r1.stdout), json.loads(r2.stdout)
     assert a["unmatched"] == b["unmatched"] and a["stitched"] == b["stitched"]
+
+
+def test_stitch_of_a_file_mode_pipe_equals_the_file_run(tmp_path):
+    path, _ = capture("two_events_cpu_task")
+    with open(path, "rb") as f:
+        piped = run_cli("stitch", "-", "-q", stdin=f)
+    assert piped.returncode == 0, piped.stderr
+    assert run_cli("stitch", path, "-q", "-o", tmp_path / "f.data").returncode == 0
+    assert piped.stdout == (tmp_path / "f.data").read_bytes()      # features too

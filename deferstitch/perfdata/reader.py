@@ -282,6 +282,11 @@ class PerfData:
                 yield from decomp.feed(self, rec)
         if decomp is not None:
             decomp.finish(end if end is not None else s.pos)
+        if not self.pipe and not s.seekable and self.header.features and not self.features:
+            try:                        # a file-mode perf.data through a pipe: features come last
+                self._read_features(self.header)
+            except FormatError as err:
+                self.feature_error = err
 
     def _note(self, rec):
         """Metadata carried by records (pipe mode, and ID_INDEX/EVENT_UPDATE in file mode)."""
