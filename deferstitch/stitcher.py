@@ -22,10 +22,9 @@ An exiting task still writes the stack of its last kernel entry, *after* its EXI
 EXIT only starts a grace period (``exit_grace`` ns of stream time); samples still pending when
 it ends, or when the tid is reused, are "task-exited".
 
-Also: end of input -> "stream-ended"; a stack
-that served no sample -> counted as orphan; a second stack with the same (tid, cookie) serves
-nothing again (duplicate). Memory is bounded by ``max_pending``: past it the oldest pending
-sample is given up as "evicted".
+Also: end of input -> "stream-ended"; a stack that served no sample -> counted as orphan; a
+second stack with the same (tid, cookie) serves nothing again (duplicate). Memory is bounded by
+``max_pending``: past it the oldest pending sample is given up as "evicted".
 """
 from collections import deque
 
