@@ -262,6 +262,7 @@ def build_parser():
     sp.add_argument("-o", "--output", help="output file (default: stdout)")
     sp.add_argument("--weight", choices=("samples", "period"), default="samples",
                     help="speedscope weights (pprof carries both)")
+    __import__("deferstitch.tracecmd.cli", fromlist=["register"]).register(sub)   # trace.dat side
     return p
 
 

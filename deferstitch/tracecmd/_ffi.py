@@ -1,0 +1,272 @@
+"""ctypes over libtracecmd.so.1 and libtraceevent.so.1 — the only module that touches C pointers.
+
+Works with Debian bookworm (libtracecmd1 3.1.6, libtraceevent1 1.7.1) and sid (3.4, 1.9.0): the
+prototypes and the public struct layouts used here are identical in both (../shared/docs/FORMATS.md
+section 3.2). Everything that leaves this module is plain Python: bytes, ints, strings, tuples;
+records are copied and freed before ``next_record`` returns.
+
+Usage (what bridge.py does):
+    h = Handle("trace.dat")
+    for ev in h.events(): ...            # EventDesc: id, system, name, fields
+    rec = h.next_record()                # (ts, cpu, missed, event id, pid, payload) or None
+    h.comm(pid); h.close()
+"""
+import ctypes
+import os
+
+from ..errors import DeferstitchError, FormatError
+
+TRACECMD_FL_LOAD_NO_PLUGINS = 1 << 0   # enum tracecmd_open_flags (trace-cmd.h)
+
+# unsigned long flags of struct tep_format_field (event-parse.h, enum tep_format_flags)
+TEP_FIELD_IS_ARRAY = 1
+TEP_FIELD_IS_POINTER = 2
+TEP_FIELD_IS_SIGNED = 4
+TEP_FIELD_IS_STRING = 8
+TEP_FIELD_IS_DYNAMIC = 16
+TEP_FIELD_IS_LONG = 32
+TEP_FIELD_IS_FLAG = 64
+TEP_FIELD_IS_SYMBOLIC = 128
+TEP_FIELD_IS_RELATIVE = 256
+
+
+# struct tep_record {                 /* traceevent/event-parse.h, 1.7.1 and 1.9.0 */
+#   unsigned long long ts, offset;
+#   long long missed_events;          /* buffer dropped events before */
+#   int record_size, size;            /* size of binary record, of data */
+#   void *data;
+#   int cpu, ref_count, locked;
+#   void *priv;
+# };
+class TepRecord(ctypes.Structure):
+    _fields_ = [("ts", ctypes.c_ulonglong), ("offset", ctypes.c_ulonglong),
+                ("missed_events", ctypes.c_longlong), ("record_size", ctypes.c_int),
+                ("size", ctypes.c_int), ("data", ctypes.c_void_p), ("cpu", ctypes.c_int),
+                ("ref_count", ctypes.c_int), ("locked", ctypes.c_int), ("priv", ctypes.c_void_p)]
+
+
+class TepFormatField(ctypes.Structure):
+    pass
+
+
+# struct tep_format_field {
+#   struct tep_format_field *next; struct tep_event *event;
+#   char *type, *name, *alias;
+#   int offset, size; unsigned int arraylen, elementsize; unsigned long flags;
+# };
+TepFormatField._fields_ = [("next", ctypes.POINTER(TepFormatField)), ("event", ctypes.c_void_p),
+                           ("type", ctypes.c_char_p), ("name", ctypes.c_char_p),
+                           ("alias", ctypes.c_char_p), ("offset", ctypes.c_int),
+                           ("size", ctypes.c_int), ("arraylen", ctypes.c_uint),
+                           ("elementsize", ctypes.c_uint), ("flags", ctypes.c_ulong)]
+
+
+# struct tep_format { int nr_common, nr_fields; struct tep_format_field *common_fields, *fields; };
+class TepFormat(ctypes.Structure):
+    _fields_ = [("nr_common", ctypes.c_int), ("nr_fields", ctypes.c_int),
+                ("common_fields", ctypes.POINTER(TepFormatField)),
+                ("fields", ctypes.POINTER(TepFormatField))]
+
+
+# struct tep_print_fmt { char *format; struct tep_print_arg *args; struct tep_print_parse *print_cache; };
+class TepPrintFmt(ctypes.Structure):
+    _fields_ = [("format", ctypes.c_char_p), ("args", ctypes.c_void_p), ("print_cache", ctypes.c_void_p)]
+
+
+# struct tep_event {
+#   struct tep_handle *tep; char *name; int id; int flags;
+#   struct tep_format format; struct tep_print_fmt print_fmt;
+#   char *system;                     /* offset 72 on x86-64 */
+#   tep_event_handler_func handler; void *context;
+# };
+class TepEvent(ctypes.Structure):
+    _fields_ = [("tep", ctypes.c_void_p), ("name", ctypes.c_char_p), ("id", ctypes.c_int),
+                ("flags", ctypes.c_int), ("format", TepFormat), ("print_fmt", TepPrintFmt),
+                ("system", ctypes.c_char_p), ("handler", ctypes.c_void_p), ("context", ctypes.c_void_p)]
+
+
+assert TepEvent.system.offset == 72 or ctypes.sizeof(ctypes.c_void_p) != 8
+
+_P = ctypes.c_void_p
+_REC = ctypes.POINTER(TepRecord)
+_EV = ctypes.POINTER(TepEvent)
+
+# name -> (restype, argtypes, library)
+_PROTOS = {
+    "tracecmd_open": (_P, [ctypes.c_char_p, ctypes.c_int], "tracecmd"),
+    "tracecmd_close": (None, [_P], "tracecmd"),
+    "tracecmd_get_tep": (_P, [_P], "tracecmd"),
+    "tracecmd_cpus": (ctypes.c_int, [_P], "tracecmd"),              # trace-cmd-private-python.h
+    "tracecmd_long_size": (ctypes.c_int, [_P], "tracecmd"),         # idem
+    "tracecmd_page_size": (ctypes.c_int, [_P], "tracecmd"),
+    "tracecmd_read_next_data": (_REC, [_P, ctypes.POINTER(ctypes.c_int)], "tracecmd"),  # idem
+    "tracecmd_free_record": (None, [_REC], "tracecmd"),
+    "tracecmd_get_first_ts": (ctypes.c_ulonglong, [_P], "tracecmd"),
+    "tracecmd_set_loglevel": (None, [ctypes.c_int], "tracecmd"),
+    "tep_get_events_count": (ctypes.c_int, [_P], "traceevent"),
+    "tep_get_event": (_EV, [_P, ctypes.c_int], "traceevent"),
+    "tep_find_event": (_EV, [_P, ctypes.c_int], "traceevent"),
+    "tep_data_type": (ctypes.c_int, [_P, _REC], "traceevent"),
+    "tep_data_pid": (ctypes.c_int, [_P, _REC], "traceevent"),
+    "tep_data_comm_from_pid": (ctypes.c_char_p, [_P, ctypes.c_int], "traceevent"),
+    "tep_is_file_bigendian": (ctypes.c_bool, [_P], "traceevent"),
+    "tep_get_long_size": (ctypes.c_int, [_P], "traceevent"),
+    "tep_find_function": (ctypes.c_char_p, [_P, ctypes.c_ulonglong], "traceevent"),
+    "tep_set_loglevel": (None, [ctypes.c_int], "traceevent"),
+}
+
+_PACKAGES = {"tracecmd": ("libtracecmd.so.1", "libtracecmd1"),
+             "traceevent": ("libtraceevent.so.1", "libtraceevent1")}
+_libs = {}
+
+
+def _lib(which):
+    """The shared library, loaded once; missing -> one line naming the apt package."""
+    lib = _libs.get(which)
+    if lib is None:
+        soname, package = _PACKAGES[which]
+        try:
+            lib = ctypes.CDLL(soname)
+        except OSError:
+            raise DeferstitchError("%s not found: apt-get install %s" % (soname, package)) from None
+        _libs[which] = lib
+    return lib
+
+
+class _Api:
+    """Typed function pointers, bound on first use."""
+
+    def __getattr__(self, name):
+        restype, argtypes, which = _PROTOS[name]
+        try:
+            fn = getattr(_lib(which), name)
+        except AttributeError:
+            raise DeferstitchError("%s lacks %s: this trace-cmd is too old (need 3.x)"
+                                   % (_PACKAGES[which][0], name)) from None
+        fn.restype, fn.argtypes = restype, argtypes
+        setattr(self, name, fn)
+        return fn
+
+
+api = _Api()
+
+
+class FieldDesc:
+    """One field of an event format, copied out of struct tep_format_field."""
+
+    __slots__ = ("name", "type", "offset", "size", "arraylen", "elementsize", "flags")
+
+    def __init__(self, name, type_, offset, size, arraylen, elementsize, flags):
+        self.name, self.type, self.offset, self.size = name, type_, offset, size
+        self.arraylen, self.elementsize, self.flags = arraylen, elementsize, flags
+
+    def __repr__(self):
+        return "FieldDesc(%s %s off %d size %d flags %#x)" % (self.type, self.name, self.offset,
+                                                               self.size, self.flags)
+
+
+class EventDesc:
+    """An event format: id, system, name, common fields and fields (in format order)."""
+
+    __slots__ = ("id", "system", "name", "common", "fields", "print_fmt")
+
+    def __init__(self, id_, system, name, common, fields, print_fmt):
+        self.id, self.system, self.name = id_, system, name
+        self.common, self.fields, self.print_fmt = common, fields, print_fmt
+
+
+def _fields(p):
+    out = []
+    while p:
+        f = p.contents
+        out.append(FieldDesc(_s(f.name), _s(f.type), f.offset, f.size, f.arraylen, f.elementsize,
+                             f.flags))
+        p = f.next
+    return out
+
+
+def _s(b):
+    return b.decode("utf-8", "replace") if b is not None else None
+
+
+def quiet():
+    """Keep libtracecmd/libtraceevent warnings off stderr (they print their own lines)."""
+    api.tracecmd_set_loglevel(0)
+    api.tep_set_loglevel(0)
+
+
+class Handle:
+    """An open trace.dat (struct tracecmd_input), plugins not loaded: we only decode."""
+
+    def __init__(self, path):
+        self.path = path
+        if not os.path.exists(path):
+            raise DeferstitchError("%s: no such file" % path)
+        self._h = api.tracecmd_open(os.fsencode(path), TRACECMD_FL_LOAD_NO_PLUGINS)
+        if not self._h:
+            raise FormatError(path, 0, "libtracecmd cannot open it as a trace.dat "
+                                       "(tracecmd_open failed)")
+        self._tep = api.tracecmd_get_tep(self._h)
+        self.cpus = api.tracecmd_cpus(self._h)
+        self.long_size = api.tracecmd_long_size(self._h)
+        self.page_size = api.tracecmd_page_size(self._h)
+        self.big_endian = bool(api.tep_is_file_bigendian(self._tep))
+        self.first_ts = api.tracecmd_get_first_ts(self._h)
+        self._cpu = ctypes.c_int(0)
+        self._comms = {}
+
+    def events(self):
+        """Every event format the file carries."""
+        out = []
+        for i in range(api.tep_get_events_count(self._tep)):
+            p = api.tep_get_event(self._tep, i)
+            if not p:
+                continue
+            e = p.contents
+            out.append(EventDesc(e.id, _s(e.system), _s(e.name), _fields(e.format.common_fields),
+                                 _fields(e.format.fields), _s(e.print_fmt.format)))
+        return out
+
+    def next_record(self):
+        """The next record in time order across CPUs, copied: (ts, cpu, missed_events, type,
+        pid, file offset, payload bytes), or None at the end. missed_events: 0, a count, or -1
+        when the kernel said events were lost without a count."""
+        self._check()
+        rp = api.tracecmd_read_next_data(self._h, ctypes.byref(self._cpu))
+        if not rp:
+            return None
+        try:
+            r = rp.contents
+            payload = ctypes.string_at(r.data, r.size) if r.size > 0 else b""
+            return (r.ts, r.cpu, r.missed_events, api.tep_data_type(self._tep, rp),
+                    api.tep_data_pid(self._tep, rp), r.offset, payload)
+        finally:
+            api.tracecmd_free_record(rp)
+
+    def comm(self, pid):
+        """The comm trace-cmd shows for pid (saved_cmdlines), "<...>" when unknown."""
+        c = self._comms.get(pid)
+        if c is None:
+            self._check()
+            c = self._comms[pid] = _s(api.tep_data_comm_from_pid(self._tep, pid)) or "<...>"
+        return c
+
+    def function(self, addr):
+        """The kernel function containing addr (kallsyms of the file), or None."""
+        self._check()
+        return _s(api.tep_find_function(self._tep, addr))
+
+    def _check(self):
+        if not self._h:         # a NULL handle would crash inside the library
+            raise DeferstitchError("%s: trace already closed" % self.path)
+
+    def close(self):
+        if self._h:
+            api.tracecmd_close(self._h)
+            self._h = self._tep = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

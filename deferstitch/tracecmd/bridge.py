@@ -1,0 +1,196 @@
+"""Trace / Event: a trace.dat (trace-cmd.dat(5), v6 and v7) read through the installed libtracecmd.
+
+    for ev in Trace("trace.dat"):          # time order across CPUs, as trace-cmd report
+        ev.system, ev.name, ev.pid, ev.comm, ev.cpu, ev.ts, ev.missed
+        ev["cookie"], ev.fields()          # numbers, strings, arrays (also __data_loc/__rel_loc)
+
+Fields are decoded here, in Python, from the record's payload and the event format that
+libtraceevent parsed (offset, size, flags); _ffi.py hands over copies, never pointers.
+Decoding follows libtraceevent's rules (event-parse.c, tep_print_field / dynamic fields):
+
+    __data_loc T[] name;  u32 at field offset: low 16 bits = offset in the record, high 16 = length
+    __rel_loc  T[] name;  the same, the offset counted from the end of this 4-byte field
+    char name[N] / __data_loc char[] name   strings, cut at the first NUL
+    T name[N]                               a list of N elements of sizeof(T)
+"""
+import struct
+
+from . import _ffi
+from ._ffi import (TEP_FIELD_IS_ARRAY, TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATIVE,
+                   TEP_FIELD_IS_SIGNED, TEP_FIELD_IS_STRING)
+
+_INT = {1: "b", 2: "h", 4: "i", 8: "q"}
+
+# element type names -> size in bytes ("long" comes from the file's long size)
+_BASE_SIZES = {"char": 1, "u8": 1, "s8": 1, "short": 2, "u16": 2, "s16": 2, "int": 4, "u32": 4,
+               "s32": 4, "pid_t": 4, "u64": 8, "s64": 8, "long long": 8}
+
+
+class Field:
+    """How to read one field out of a payload: (name, reader) built once per event format."""
+
+    __slots__ = ("name", "type", "desc", "dynamic", "is_string", "elem", "signed", "count")
+
+    def __init__(self, desc, long_size):
+        self.name, self.type, self.desc = desc.name, desc.type, desc
+        t = desc.type or ""
+        flags = desc.flags
+        self.dynamic = bool(flags & TEP_FIELD_IS_DYNAMIC) or t.startswith(("__data_loc", "__rel_loc"))
+        base = t.replace("__data_loc", "").replace("__rel_loc", "").split("[")[0].strip()
+        base = base.replace("unsigned ", "").replace("signed ", "").replace("const ", "").strip()
+        self.is_string = bool(flags & TEP_FIELD_IS_STRING) or base == "char"
+        self.signed = bool(flags & TEP_FIELD_IS_SIGNED)
+        if "long" in base and "long long" not in base:
+            self.elem = long_size
+        elif base.endswith("*"):
+            self.elem = long_size
+        else:
+            self.elem = _BASE_SIZES.get(base) or desc.elementsize or desc.size
+        if self.dynamic:
+            self.count = None
+        elif flags & TEP_FIELD_IS_ARRAY or "[" in t:
+            self.count = desc.arraylen or (desc.size // self.elem if self.elem else 0)
+        else:
+            self.count = 0      # a scalar
+            self.elem = desc.size
+
+    def span(self, data, endian):
+        """(start, length) of the field's bytes in the payload."""
+        d = self.desc
+        if not self.dynamic:
+            return d.offset, d.size
+        (v,) = struct.unpack_from(endian + "I", data, d.offset)
+        off, length = v & 0xFFFF, v >> 16
+        if d.flags & TEP_FIELD_IS_RELATIVE or (self.type or "").startswith("__rel_loc"):
+            off += d.offset + d.size
+        return off, length
+
+    def read(self, data, endian):
+        start, length = self.span(data, endian)
+        raw = data[start:start + length]
+        if self.is_string:
+            return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+        if self.count == 0:
+            return _num(raw, self.elem, self.signed, endian)
+        n = length // self.elem if self.elem else 0
+        return [_num(raw[i * self.elem:(i + 1) * self.elem], self.elem, self.signed, endian)
+                for i in range(n)]
+
+
+def _num(raw, size, signed, endian):
+    code = _INT.get(size)
+    if code is None or len(raw) < size:
+        return int.from_bytes(raw, "big" if endian == ">" else "little", signed=signed)
+    return struct.unpack(endian + (code if signed else code.upper()), raw)[0]
+
+
+class EventType:
+    """One event format of the file: system, name, id and its fields (common ones apart)."""
+
+    def __init__(self, desc, long_size):
+        self.id, self.system, self.name = desc.id, desc.system, desc.name
+        self.print_fmt = desc.print_fmt
+        self.common = {d.name: Field(d, long_size) for d in desc.common}
+        self.fields = {d.name: Field(d, long_size) for d in desc.fields}
+
+    def __repr__(self):
+        return "EventType(%s:%s id %d)" % (self.system, self.name, self.id)
+
+
+class Event:
+    """One record: where and when, and its fields decoded on request."""
+
+    __slots__ = ("trace", "type", "ts", "cpu", "missed", "pid", "offset", "data", "comm")
+
+    def __init__(self, trace, type_, ts, cpu, missed, pid, offset, data, comm):
+        self.trace, self.type, self.ts, self.cpu = trace, type_, ts, cpu
+        self.missed, self.pid, self.offset, self.data = missed, pid, offset, data
+        self.comm = comm        # as trace-cmd shows it (saved_cmdlines), "<...>" when unknown
+
+    @property
+    def system(self):
+        return self.type.system if self.type else None
+
+    @property
+    def name(self):
+        return self.type.name if self.type else None
+
+    def __contains__(self, name):
+        return self.type is not None and name in self.type.fields
+
+    def __getitem__(self, name):
+        f = self.type.fields.get(name) if self.type else None
+        if f is None:
+            raise KeyError(name)
+        return f.read(self.data, self.trace.endian)
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+    def array(self, name, count):
+        """``count`` elements of array field ``name``, read past its declared length when the
+        record is longer (ftrace's kernel_stack: ``caller[8]`` in the format, ``size`` entries
+        in the record); cut at the end of the payload."""
+        f = self.type.fields[name]
+        start = f.desc.offset
+        n = max(0, min(count, (len(self.data) - start) // f.elem))
+        return [_num(self.data[start + i * f.elem:start + (i + 1) * f.elem], f.elem, f.signed,
+                     self.trace.endian) for i in range(n)]
+
+    def common(self, name):
+        return self.type.common[name].read(self.data, self.trace.endian)
+
+    def fields(self):
+        """{name: value} of the event's own fields, in format order."""
+        if self.type is None:
+            return {}
+        e = self.trace.endian
+        return {n: f.read(self.data, e) for n, f in self.type.fields.items()}
+
+    def __repr__(self):
+        return "Event(%s:%s pid %d cpu %d ts %d%s)" % (
+            self.system, self.name, self.pid, self.cpu, self.ts,
+            " missed %d" % self.missed if self.missed else "")
+
+
+class Trace:
+    """An open trace.dat: ``iter(trace)`` yields every Event in time order across CPUs."""
+
+    def __init__(self, path, quiet=True):
+        if quiet:
+            _ffi.quiet()
+        self.path = str(path)
+        self._h = _ffi.Handle(self.path)
+        self.cpus, self.long_size = self._h.cpus, self._h.long_size
+        self.endian = ">" if self._h.big_endian else "<"
+        self.types = {d.id: EventType(d, self.long_size) for d in self._h.events()}
+
+    def find_type(self, system, name):
+        for t in self.types.values():
+            if t.name == name and (system is None or t.system == system):
+                return t
+        return None
+
+    def comm(self, pid):
+        return self._h.comm(pid)
+
+    def function(self, addr):
+        return self._h.function(addr)
+
+    def __iter__(self):
+        h, types, comm = self._h, self.types, self._h.comm
+        while True:
+            r = h.next_record()
+            if r is None:
+                return
+            ts, cpu, missed, type_id, pid, offset, data = r
+            yield Event(self, types.get(type_id), ts, cpu, missed, pid, offset, data, comm(pid))
+
+    def close(self):
+        self._h.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,150 @@
+"""Text outputs of ftrace samples: perf script's layout, FlameGraph folded stacks, and the
+per-stack block the trace-cmd report plugin prints.
+
+Frames of an ftrace sample, innermost first:
+    kernel  int address          named by the trace.dat's own kallsyms (tep_find_function)
+    user    (path, file offset)  from user_unwind_stack + inode_cache; named through the ELF
+                                 file when it exists here (or under --symfs)
+            (None, address)      from the synchronous user_stack: no file known
+"""
+import os
+
+from ..model import STITCHED, UNMATCHED
+from ..symbols.elf import ElfError, ElfSymbols
+
+UNKNOWN = "[unknown]"
+KERNEL_DSO = "[kernel.kallsyms]"
+
+
+class Namer:
+    """Names frames: kernel through the trace's kallsyms, user files through their ELF symbols."""
+
+    def __init__(self, trace=None, symfs=None, symbols=True):
+        self.trace, self.symfs, self.symbols = trace, symfs, symbols
+        self._elf = {}
+
+    def kernel(self, addr):
+        """(sym or None, dso)."""
+        name = self.trace.function(addr) if (self.trace is not None and self.symbols) else None
+        return name, KERNEL_DSO
+
+    def user(self, path, off):
+        """(sym or None, symoff, dso)."""
+        if path is None or path.startswith("["):
+            return None, 0, path or UNKNOWN
+        elf = self._elf_for(path) if self.symbols else None
+        hit = elf.find(off) if elf is not None else None
+        if hit is None:
+            return None, 0, path
+        return hit[0], hit[1], path
+
+    def _elf_for(self, path):
+        if path in self._elf:
+            return self._elf[path]
+        full = os.path.join(self.symfs, path.lstrip("/")) if self.symfs else path
+        try:
+            elf = ElfSymbols(full)
+        except (OSError, ElfError, ValueError):
+            elf = None
+        self._elf[path] = elf
+        return elf
+
+    def frames(self, s):
+        """[(number, sym, symoff, dso)] innermost first: the number printed is the kernel address,
+        the user file offset, or the raw user address."""
+        out = []
+        for addr in s.kernel:
+            sym, dso = self.kernel(addr)
+            out.append((addr, sym, 0, dso))
+        for path, off in (s.user or ()):
+            sym, symoff, dso = self.user(path, off)
+            out.append((off, sym, symoff, dso))
+        if s.outcome == UNMATCHED:
+            out.append((0, "[user stack lost: %s]" % s.reason, 0, UNKNOWN))
+        return out
+
+
+def sym_text(sym, off):
+    if sym is None:
+        return UNKNOWN
+    return "%s+%#x" % (sym, off) if off else sym
+
+
+def header(s):
+    """perf script's sample header; the time rounded to microseconds as trace-cmd report does."""
+    ev = s.ref
+    us = (s.time + 500) // 1000
+    return "%s %7d [%03d] %5d.%06d: %s:%s: " % (
+        (s.comm or "<...>"), s.tid, s.cpu, us // 1000000, us % 1000000, ev.system, ev.name)
+
+
+class Script:
+    """perf script's text layout: header, ``\\t%16x sym+0xoff (dso)`` a frame, blank line."""
+
+    def __init__(self, f, namer, max_stack=127):
+        self.f, self.namer, self.max_stack = f, namer, max_stack
+
+    def sample(self, s):
+        lines = [header(s)]
+        for num, sym, off, dso in self.namer.frames(s)[:self.max_stack]:
+            lines.append("\t%16x %s (%s)" % (num, sym_text(sym, off), dso))
+        self.f.write("\n".join(lines) + "\n\n")
+
+    def close(self):
+        pass
+
+
+def frame_name(sym, dso, num=None):
+    """The folded name: the symbol, else ``[dso]``; a raw user address (synchronous user_stack,
+    no file known) keeps its hex value so different stacks stay apart."""
+    if sym is not None:
+        return sym
+    if dso == UNKNOWN and num:
+        return "%#x" % num
+    return "[%s]" % os.path.basename(dso.strip("[]")) if dso != UNKNOWN else UNKNOWN
+
+
+class Folded:
+    """``comm;outermost;…;innermost COUNT``, root first, sorted (stackcollapse-perf.pl's)."""
+
+    def __init__(self, f, namer):
+        self.f, self.namer = f, namer
+        self.stacks = {}
+
+    def sample(self, s):
+        names = [frame_name(sym, dso, n) for n, sym, _o, dso in reversed(self.namer.frames(s))]
+        key = ";".join([(s.comm or "<...>").replace(" ", "_")] + names)
+        self.stacks[key] = self.stacks.get(key, 0) + 1
+
+    def close(self):
+        for key in sorted(self.stacks):
+            self.f.write("%s %d\n" % (key, self.stacks[key]))
+
+
+def stack_block(namer, served):
+    """What the report plugin prints under a user_unwind_stack: each event it completed."""
+    lines = []
+    for s in served:
+        lines.append("  stitched %s" % header(s).strip())
+        for num, sym, off, dso in namer.frames(s):
+            lines.append("\t%16x %s (%s)" % (num, sym_text(sym, off), dso))
+    return "\n".join(lines)
+
+
+def unmatched_summary(rep):
+    """The end-of-report summary: counts, and the unmatched events one by one (the first 20)."""
+    lines = ["deferstitch: %d events: %d stitched (%d after their stack), %d passed, %d unmatched"
+             % (rep.samples, rep.stitched, rep.stitched_after_stack, rep.passed, rep.total_unmatched)]
+    for reason, n in sorted(rep.unmatched.items()):
+        lines.append("  unmatched %-34s %d" % (reason + ":", n))
+    for t, tid, cookie, reason in rep.first_unmatched:
+        lines.append("  %5d.%06d pid %d cookie %s: %s" % (
+            t // 1000000000, t % 1000000000 // 1000, tid,
+            "%#x" % cookie if cookie is not None else "-", reason))
+    if rep.lost_records:
+        lines.append("  missed events: %d times on a CPU, %d events counted"
+                     % (rep.lost_records, rep.lost_events))
+    return "\n".join(lines)
+
+
+__all__ = ["Namer", "Script", "Folded", "stack_block", "unmatched_summary", "STITCHED"]

@@ -1,0 +1,251 @@
+"""ftrace events -> the stitcher's core events (the same Stitcher the perf side feeds).
+
+What the kernel writes, per CPU buffer, for a traced event E of a user task (ftrace options
+``stacktrace`` and ``userstacktrace_delay``; series "tracing: Deferred unwinding of user space
+stack traces" v6, Aug 2025 — not merged in any released kernel):
+
+    E                                  the traced event (any system)
+    ftrace:kernel_stack  {int size; unsigned long caller[size]}          same pid, same cpu
+    ftrace:user_unwind_cookie {u64 cookie}                               same pid, same cpu
+    ... the task returns to user space ...
+    inode_cache:inode_cache {unsigned long inode; unsigned int dev; __string path}   new files only
+    ftrace:user_unwind_stack {u64 cookie; __data_loc unsigned long[] stack;
+                              __data_loc unsigned long[] inodes; __data_loc unsigned int[] dev}
+
+and, with today's ``userstacktrace`` option (every released kernel), instead of the cookie:
+
+    ftrace:user_stack {unsigned int tgid; unsigned long caller[8]}       same pid, same cpu
+
+So E becomes a Sample once the next event on its CPU that is not one of its companions
+arrives (the companions are written with preemption off, right after E); ``user_unwind_stack``
+becomes a DeferredStack whose frames are (path, file offset) through inode_cache; missed
+events on a CPU are lost records; ``sched:sched_process_exit`` is a task exit (after its own
+sample); ``sched:sched_process_fork`` a tid reuse. A ``user_stack`` gives its sample the user
+frames directly (outcome "passed"): frames (None, address), no file known.
+
+Fields are found by name. Tolerated variants: no ``inodes``/``dev`` arrays (frames keep the raw
+value), inode_cache keyed by ``hash`` (and a ``hash``/``hashes`` array in the stack event).
+"""
+import bisect
+from collections import Counter
+
+from ..model import DeferredStack, Sample
+from ..stitcher import DEFAULT_EXIT_GRACE, DEFAULT_MAX_PENDING, Stitcher
+
+KERNEL_STACK = ("ftrace", "kernel_stack")
+USER_STACK = ("ftrace", "user_stack")
+COOKIE = ("ftrace", "user_unwind_cookie")
+UNWIND_STACK = ("ftrace", "user_unwind_stack")
+INODE_CACHE = "inode_cache"                      # system and event name
+COMPANIONS = {KERNEL_STACK: "kernel", USER_STACK: "user_stack", COOKIE: "cookie"}
+
+NO_VMA = (1 << 64) - 1           # inodes[i] == -1L: no VMA at that address (raw address kept)
+ANON = "[anon]"                  # inode 0: anonymous memory
+NO_FILE = "[unknown]"            # no VMA / no mapping known
+
+
+def dev_name(dev):
+    """The kernel's s_dev as major:minor (MAJOR = dev >> 20, MINOR = dev & 0xfffff)."""
+    return "%d:%d" % (dev >> 20, dev & 0xFFFFF)
+
+
+class Pending:
+    """A traced event collecting its companions (kernel stack, cookie, user stack)."""
+
+    __slots__ = ("ev", "kernel", "cookie", "user_stack", "tgid")
+
+    def __init__(self, ev):
+        self.ev = ev
+        self.kernel = self.cookie = self.user_stack = self.tgid = None
+
+
+class FtraceFeed:
+    """Drive a Stitcher from ftrace events. ``resolved(sample)`` is called the moment a sample's
+    outcome is final (at its user_unwind_stack for stitched ones); ``stack(ev, stitched)`` at
+    each user_unwind_stack with the samples it served; ``sample(sample)`` in time order."""
+
+    def __init__(self, resolved=None, sample=None, stack=None, max_pending=DEFAULT_MAX_PENDING,
+                 exit_grace=DEFAULT_EXIT_GRACE, long_size=8):
+        self.on_resolved, self.on_sample, self.on_stack = resolved, sample, stack
+        self.stitcher = Stitcher(self._resolved, max_pending, exit_grace=exit_grace)
+        self.report = self.stitcher.report
+        self.no_vma = (1 << (8 * long_size)) - 1
+        self.open = {}              # cpu -> Pending
+        self.paths = {}             # (inode or hash, dev or None) -> path
+        self.fifo = []              # (time, seq, sample) in time order, the head waiting to resolve
+        self.head = 0               # fifo[:head] were handed on
+        self.seq = 0
+        self.served = None          # samples stitched by the stack being fed, for on_stack
+        self.counts = Counter()     # events by system:name
+        self.anomalies = Counter()  # companions without their event, unknown inodes, ...
+        self.missed_events = 0
+
+    # -- the loop -----------------------------------------------------------------------------
+    def run(self, events):
+        for ev in events:
+            self.event(ev)
+        return self.finish()
+
+    def event(self, ev):
+        """One event, in the order trace-cmd report prints them (time order across CPUs)."""
+        key = (ev.system, ev.name)
+        self.counts["%s:%s" % key] += 1
+        cpu = ev.cpu
+        if ev.missed:
+            self._close(cpu)
+            self.stitcher.lost(1, max(ev.missed, 0))
+            if ev.missed > 0:
+                self.missed_events += ev.missed
+            else:
+                self.anomalies["missed events without a count"] += 1
+        role = COMPANIONS.get(key)
+        if role is not None:
+            p = self.open.get(cpu)
+            if p is None or p.ev.pid != ev.pid or getattr(p, role) is not None:
+                self.anomalies["%s without its event" % ev.name] += 1
+                return
+            if role == "kernel":
+                p.kernel = self._kernel(ev)
+            elif role == "cookie":
+                p.cookie = ev["cookie"]
+            else:
+                callers = ev.get("caller") or []
+                p.user_stack = tuple((None, a) for a in _trim(callers, self.no_vma))
+                p.tgid = ev.get("tgid")
+            return
+        self._close(cpu)
+        if key == UNWIND_STACK:
+            self._unwind_stack(ev)
+        elif ev.system == INODE_CACHE:
+            self._inode(ev)
+        else:
+            self.open[cpu] = Pending(ev)
+
+    def finish(self):
+        for cpu in list(self.open):
+            self._close(cpu)
+        self.stitcher.finish()
+        self._drain()
+        self.report.extra.update({"events": dict(sorted(self.counts.items())),
+                                  "ftrace_anomalies": dict(sorted(self.anomalies.items())),
+                                  "inode_cache_entries": len(self.paths)})
+        return self.report
+
+    # -- events -------------------------------------------------------------------------------
+    def _close(self, cpu):
+        """The traced event open on cpu has all its companions: it becomes a Sample."""
+        p = self.open.pop(cpu, None)
+        if p is None:
+            return
+        ev = p.ev
+        s = Sample(ev.pid, p.tgid if p.tgid is not None else ev.pid, ev.cpu, ev.ts,
+                   p.kernel or (), p.cookie, ev, ev.comm)
+        if p.user_stack is not None and p.cookie is None:
+            s.user = p.user_stack
+        self.seq += 1
+        bisect.insort(self.fifo, (s.time, self.seq, s), lo=self.head)
+        self.stitcher.sample(s)
+        if (ev.system, ev.name) == ("sched", "sched_process_exit"):
+            self.stitcher.exit(ev.get("pid", ev.pid), ev.ts)
+        elif (ev.system, ev.name) == ("sched", "sched_process_fork"):
+            child = ev.get("child_pid")
+            if child is not None:
+                self.stitcher.reuse(child)
+        self._drain()
+
+    def _flush_pid(self, pid):
+        for cpu in [c for c, p in self.open.items() if p.ev.pid == pid]:
+            self._close(cpu)
+
+    def _kernel(self, ev):
+        size = ev.get("size")
+        if isinstance(size, int) and size >= 0 and "caller" in ev:
+            callers = ev.array("caller", size)
+        else:
+            callers = ev.get("caller") or []
+        return tuple(_trim(callers, self.no_vma))
+
+    def _inode(self, ev):
+        key = ev.get("inode", ev.get("hash"))
+        if key is None:
+            self.anomalies["inode_cache without inode or hash"] += 1
+            return
+        self.paths[(key, ev.get("dev"))] = ev.get("path", "")
+
+    def _unwind_stack(self, ev):
+        pid = ev.pid
+        self._flush_pid(pid)            # its events may sit open on another CPU (migration)
+        stack = ev.get("stack") or []
+        keys = None
+        for name in ("inodes", "hashes", "hash"):
+            if name in ev:
+                keys = ev[name]
+                break
+        devs = ev.get("dev")
+        frames = []
+        for i, off in enumerate(stack):
+            k = keys[i] if keys is not None and i < len(keys) else None
+            d = devs[i] if devs is not None and i < len(devs) else None
+            frames.append((self._path(k, d), off))
+        self.served = []
+        self.stitcher.deferred(DeferredStack(pid, pid, ev["cookie"], ev.ts, tuple(frames)))
+        served, self.served = self.served, None
+        if self.on_stack is not None:
+            self.on_stack(ev, served)
+        self._drain()
+
+    def _path(self, key, dev):
+        if key is None:
+            return NO_FILE
+        if key == self.no_vma:
+            return NO_FILE
+        if key == 0:
+            return ANON
+        path = self.paths.get((key, dev))
+        if path is None:
+            path = self.paths.get((key, None))
+        if path is None:
+            self.anomalies["inode not in inode_cache"] += 1
+            return "[inode %d%s]" % (key, "" if dev is None else " dev " + dev_name(dev))
+        return path
+
+    # -- outputs ------------------------------------------------------------------------------
+    def _resolved(self, s):
+        if self.served is not None and s.outcome == "stitched":
+            self.served.append(s)
+        if self.on_resolved is not None:
+            self.on_resolved(s)
+
+    def _drain(self):
+        """Hand resolved samples on in time order: the head waits while it is unresolved or an
+        event still open on some CPU is older (it will be inserted before it)."""
+        fifo = self.fifo
+        i = self.head
+        oldest_open = min((p.ev.ts for p in self.open.values()), default=None)
+        while i < len(fifo):
+            s = fifo[i][2]
+            if s.outcome is None or (oldest_open is not None and oldest_open < s.time):
+                break
+            if self.on_sample is not None:
+                self.on_sample(s)
+            fifo[i] = None
+            i += 1
+        if i > 4096 and i * 2 > len(fifo):
+            del fifo[:i]
+            i = 0
+        self.head = i
+
+
+def _trim(callers, no_vma):
+    """Stack entries up to the first 0 or ULONG_MAX (ftrace's end markers)."""
+    out = []
+    for a in callers:
+        if a == 0 or a == no_vma:
+            break
+        out.append(a)
+    return out
+
+
+def user_frames(s):
+    """The user frames of a sample, innermost first: (path or None, offset or address)."""
+    return s.user or ()

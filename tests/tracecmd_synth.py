@@ -1,0 +1,349 @@
+"""Write trace.dat files (trace-cmd.dat(5), version 6) carrying ftrace's deferred user stack events.
+
+No released kernel emits them (the series "tracing: Deferred unwinding of user space stack
+traces" v6, Aug 2025, is not merged), so the tests make their own files, with the v6 event
+formats exactly as that series defines them (../shared/docs/FORMATS.md section 4), and check that
+the real ``trace-cmd report`` reads them.
+
+    python3 tests/tracecmd_synth.py OUT.dat [deferred|variant|userstack]
+
+File layout written here (v6, little endian, 8-byte longs, 4096-byte pages):
+
+    "\\x17\\x08\\x44tracing6\\0" u8 endian u8 long_size u32 page_size
+    "header_page\\0" u64 size, text      "header_event\\0" u64 size, text
+    u32 n, n x (u64 size, ftrace format)                     events/ftrace/*/format
+    u32 nsys, nsys x ("system\\0", u32 n, n x (u64 size, format))
+    u32 size, kallsyms     u32 size, printk_formats     u64 size, saved_cmdlines
+    u32 cpus  "options  \\0" u16 0  "flyrecord\\0"  cpus x (u64 offset, u64 size)
+    page-aligned CPU data: ring buffer pages
+
+    ring buffer page { u64 timestamp; u64 commit; char data[4080]; }  commit: bytes of data,
+        bit 31 MISSING_EVENTS, bit 30 MISSING_STORED (then a u64 count right after the data)
+    event { u32 type_len:5, time_delta:27; u32 array[]; }   type_len 1..28: 4*type_len bytes
+        of payload; 0: array[0] = payload length + 4, payload after it; 30: TIME_EXTEND
+        (delta = array[0] << 27 | time_delta)
+"""
+import struct
+import sys
+
+PAGE = 4096
+MISSING_EVENTS = 1 << 31
+MISSING_STORED = 1 << 30
+TIME_EXTEND = 30
+ULONG_MAX = (1 << 64) - 1
+
+HEADER_PAGE = ("\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
+               "\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
+               "\tfield: char overwrite;\toffset:8;\tsize:1;\tsigned:0;\n"
+               "\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n")
+HEADER_EVENT = ("# compressed entry header\n\ttype_len    :    5 bits\n\ttime_delta  :   27 bits\n"
+                "\tarray       :   32 bits\n\n\tpadding     : type == 29\n"
+                "\ttime_extend : type == 30\n\ttime_stamp : type == 31\n\tdata max type_len  == 28\n")
+
+COMMON = [("unsigned short", "common_type", 0, 2, 0), ("unsigned char", "common_flags", 2, 1, 0),
+          ("unsigned char", "common_preempt_count", 3, 1, 0), ("int", "common_pid", 4, 4, 1)]
+
+
+class EventFormat:
+    """One events/<system>/<name>/format: fields (type, name, offset, size, signed) and how to pack."""
+
+    def __init__(self, system, name, id_, fields, print_fmt, fixed_size):
+        self.system, self.name, self.id = system, name, id_
+        self.fields, self.print_fmt, self.fixed_size = fields, print_fmt, fixed_size
+
+    def text(self):
+        lines = ["name: %s" % self.name, "ID: %d" % self.id, "format:"]
+        for t, n, off, size, signed in COMMON:
+            lines.append("\tfield:%s %s;\toffset:%d;\tsize:%d;\tsigned:%d;" % (t, n, off, size, signed))
+        lines.append("")
+        for t, n, off, size, signed in self.fields:
+            if t.startswith("__data_loc"):
+                decl = "%s %s" % (t, n)            # "__data_loc unsigned long[] stack"
+            elif "[" in t:
+                base, arr = t.split("[", 1)
+                decl = "%s %s[%s" % (base.strip(), n, arr)
+            else:
+                decl = "%s %s" % (t, n)
+            lines.append("\tfield:%s;\toffset:%d;\tsize:%d;\tsigned:%d;" % (decl, off, size, signed))
+        lines.append("")
+        lines.append("print fmt: %s" % self.print_fmt)
+        return "\n".join(lines) + "\n"
+
+
+def _fmt(system, name, id_, fields, print_fmt):
+    end = max([off + size for _t, _n, off, size, _s in fields] + [8])
+    return EventFormat(system, name, id_, fields, print_fmt, (end + 7) & ~7)
+
+
+# -- the v6 series' ftrace entries (kernel/trace/trace_entries.h, FTRACE_ENTRY -> system ftrace)
+KERNEL_STACK = _fmt("ftrace", "kernel_stack", 4, [("int", "size", 8, 4, 1), ("unsigned long[8]", "caller", 16, 64, 0)],
+                    '"\\t=> %ps\\n\\t=> %ps\\n\\t=> %ps\\n" "\\t=> %ps\\n\\t=> %ps\\n\\t=> %ps\\n" '
+                    '"\\t=> %ps\\n\\t=> %ps\\n", ' + ", ".join("(void *)REC->caller[%d]" % i for i in range(8)))
+USER_STACK = _fmt("ftrace", "user_stack", 12, [("unsigned int", "tgid", 8, 4, 0), ("unsigned long[8]", "caller", 16, 64, 0)],
+                  KERNEL_STACK.print_fmt)
+USER_UNWIND_COOKIE = _fmt("ftrace", "user_unwind_cookie", 20, [("u64", "cookie", 8, 8, 0)],
+                          '"cookie=%lld", REC->cookie')
+USER_UNWIND_STACK = _fmt("ftrace", "user_unwind_stack", 21,
+                         [("u64", "cookie", 8, 8, 0), ("__data_loc unsigned long[]", "stack", 16, 4, 0),
+                          ("__data_loc unsigned long[]", "inodes", 20, 4, 0),
+                          ("__data_loc unsigned int[]", "dev", 24, 4, 0)],
+                         '"cookie=%lld\\n%s%s%s", REC->cookie, '
+                         '__print_dynamic_array(stack, sizeof(unsigned long)), '
+                         '__print_dynamic_array(inodes, sizeof(unsigned long)), '
+                         '__print_dynamic_array(dev, sizeof(unsigned long))')
+# kernel/trace/trace_inode_cache.h (patch 6/6), TRACE_SYSTEM inode_cache; __string -> __data_loc char[]
+INODE_CACHE = _fmt("inode_cache", "inode_cache", 1500,
+                   [("unsigned long", "inode", 8, 8, 0), ("unsigned int", "dev", 16, 4, 0),
+                    ("__data_loc char[]", "path", 20, 4, 0)],
+                   '"inode=%lu dev=[%u:%u] path=%s", REC->inode, ((unsigned int) ((REC->dev) >> 20)), '
+                   '((unsigned int) ((REC->dev) & ((1U << 20) - 1))), __get_str(path)')
+# The proposed variant (Steven, after Linus' objection): keyed by a hash, no inode/dev.
+INODE_CACHE_HASH = _fmt("inode_cache", "inode_cache", 1500,
+                        [("unsigned long", "hash", 8, 8, 0), ("__data_loc char[]", "path", 16, 4, 0)],
+                        '"hash=%lx path=%s", REC->hash, __get_str(path)')
+USER_UNWIND_STACK_HASH = _fmt("ftrace", "user_unwind_stack", 21,
+                              [("u64", "cookie", 8, 8, 0), ("__data_loc unsigned long[]", "stack", 16, 4, 0),
+                               ("__data_loc unsigned long[]", "hash", 20, 4, 0)],
+                              '"cookie=%lld\\n%s%s", REC->cookie, '
+                              '__print_dynamic_array(stack, sizeof(unsigned long)), '
+                              '__print_dynamic_array(hash, sizeof(unsigned long))')
+# Traced events (formats as Linux 6.x/7.x tracefs shows them).
+GETPPID = _fmt("syscalls", "sys_enter_getppid", 237, [("int", "__syscall_nr", 8, 4, 1)], '""')
+READ = _fmt("syscalls", "sys_enter_read", 650,
+            [("int", "__syscall_nr", 8, 4, 1), ("unsigned int", "fd", 16, 8, 0),
+             ("char *", "buf", 24, 8, 0), ("size_t", "count", 32, 8, 0)],
+            '"fd: 0x%08lx, buf: 0x%08lx, count: 0x%08lx", ((unsigned long)(REC->fd)), '
+            '((unsigned long)(REC->buf)), ((unsigned long)(REC->count))')
+EXIT = _fmt("sched", "sched_process_exit", 300,
+            [("char[16]", "comm", 8, 16, 0), ("pid_t", "pid", 24, 4, 1), ("int", "prio", 28, 4, 1)],
+            '"comm=%s pid=%d prio=%d", REC->comm, REC->pid, REC->prio')
+WORK = _fmt("workqueue", "workqueue_execute_start", 400,
+            [("void *", "work", 8, 8, 0), ("void *", "function", 16, 8, 0)],
+            '"work struct %p: function %ps", REC->work, REC->function')
+
+KALLSYMS = {0xffffffff81000000: "_stext", 0xffffffff81100000: "do_syscall_64",
+            0xffffffff81100400: "entry_SYSCALL_64_after_hwframe", 0xffffffff81200000: "ksys_read",
+            0xffffffff81300000: "process_one_work", 0xffffffff81300800: "worker_thread",
+            0xffffffff81400000: "do_exit", 0xffffffff81ffffff: "_etext"}
+
+
+def kaddr(name, off=0x10):
+    return next(a for a, n in KALLSYMS.items() if n == name) + off
+
+
+def pack_event(fmt, pid, values, long_size=8):
+    """Payload bytes of one event: common fields, fixed fields, then __data_loc data."""
+    buf = bytearray(fmt.fixed_size)
+    struct.pack_into("<HBBi", buf, 0, fmt.id, 0, 0, pid)
+    tail = bytearray()
+    for t, n, off, size, signed in fmt.fields:
+        v = values.get(n)
+        if t.startswith("__data_loc"):
+            if v is None:
+                v = b"" if "char" in t else []
+            if "char" in t:
+                data = (v.encode() if isinstance(v, str) else v) + b"\0"
+            else:
+                el = long_size if "long" in t else 4
+                data = b"".join(int(x & ((1 << (8 * el)) - 1)).to_bytes(el, "little") for x in v)
+            start = fmt.fixed_size + len(tail)
+            struct.pack_into("<I", buf, off, start | (len(data) << 16))
+            tail += data
+            while len(tail) % 4:
+                tail += b"\0"
+        elif "[" in t:
+            if "char" in t:
+                raw = (v or "").encode()[:size - 1]
+                buf[off:off + len(raw)] = raw
+            else:
+                el = size // int(t.split("[")[1].rstrip("]"))
+                for i, x in enumerate(v or []):
+                    buf[off + i * el:off + (i + 1) * el] = int(x).to_bytes(el, "little")
+        elif v is not None:
+            buf[off:off + size] = int(v).to_bytes(size, "little", signed=bool(signed))
+    return bytes(buf + tail)
+
+
+class CpuBuffer:
+    """The ring buffer pages of one CPU; ``drop(n)`` starts a new page saying n events were lost."""
+
+    def __init__(self):
+        self.pages = []          # [page ts, events bytearray, missed]
+        self.last = None
+
+    def _new_page(self, ts, missed=0):
+        self.pages.append([ts, bytearray(), missed])
+        self.last = ts
+
+    def add(self, ts, payload):
+        if len(payload) % 4:
+            payload += b"\0" * (4 - len(payload) % 4)
+        if len(payload) <= 28 * 4:
+            ev = struct.pack("<I", len(payload) // 4)
+        else:
+            ev = struct.pack("<II", 0, len(payload) + 4)
+        room = PAGE - 16 - 8          # keep 8 bytes for a stored missed-events count
+        if not self.pages or len(self.pages[-1][1]) + len(ev) + len(payload) + 8 > room:
+            self._new_page(ts)
+        page = self.pages[-1]
+        delta = ts - self.last
+        assert delta >= 0, "events must be added in time order per CPU"
+        head = b""
+        if delta >= 1 << 27:
+            head = struct.pack("<II", TIME_EXTEND | ((delta & ((1 << 27) - 1)) << 5), delta >> 27)
+            delta = 0
+        ev = struct.pack("<I", struct.unpack_from("<I", ev)[0] | (delta << 5)) + ev[4:]
+        page[1] += head + ev + payload
+        self.last = ts
+
+    def drop(self, ts, missed):
+        self._new_page(ts, missed)
+
+    def data(self):
+        out = bytearray()
+        for ts, events, missed in self.pages:
+            commit = len(events)
+            body = bytes(events)
+            if missed:
+                commit |= MISSING_EVENTS | MISSING_STORED
+                body += struct.pack("<Q", missed)
+            out += struct.pack("<QQ", ts, commit) + body + b"\0" * (PAGE - 16 - len(body))
+        return bytes(out)
+
+
+class TraceDat:
+    """A v6 trace.dat being built: ``event(cpu, ts, fmt, pid, **fields)``, then ``write(path)``."""
+
+    def __init__(self, cpus, ftrace_formats, system_formats, comms):
+        self.cpus = [CpuBuffer() for _ in range(cpus)]
+        self.ftrace, self.systems, self.comms = ftrace_formats, system_formats, comms
+
+    def event(self, cpu, ts, fmt, common_pid, **values):
+        self.cpus[cpu].add(ts, pack_event(fmt, common_pid, values))
+
+    def drop(self, cpu, ts, missed):
+        self.cpus[cpu].drop(ts, missed)
+
+    def write(self, path):
+        out = bytearray(b"\x17\x08\x44tracing6\0" + struct.pack("<BBI", 0, 8, PAGE))
+        for name, text in ((b"header_page\0", HEADER_PAGE), (b"header_event\0", HEADER_EVENT)):
+            out += name + struct.pack("<Q", len(text)) + text.encode()
+        out += struct.pack("<I", len(self.ftrace))
+        for f in self.ftrace:
+            t = f.text().encode()
+            out += struct.pack("<Q", len(t)) + t
+        systems = {}
+        for f in self.systems:
+            systems.setdefault(f.system, []).append(f)
+        out += struct.pack("<I", len(systems))
+        for name, fmts in systems.items():
+            out += name.encode() + b"\0" + struct.pack("<I", len(fmts))
+            for f in fmts:
+                t = f.text().encode()
+                out += struct.pack("<Q", len(t)) + t
+        ks = "".join("%016x T %s\n" % (a, n) for a, n in sorted(KALLSYMS.items())).encode()
+        out += struct.pack("<I", len(ks)) + ks
+        out += struct.pack("<I", 0)                                   # printk formats
+        cl = "".join("%d %s\n" % (p, c) for p, c in sorted(self.comms.items())).encode()
+        out += struct.pack("<Q", len(cl)) + cl
+        out += struct.pack("<I", len(self.cpus)) + b"options  \0" + struct.pack("<H", 0)
+        out += b"flyrecord\0"
+        datas = [c.data() for c in self.cpus]
+        table_at = len(out)
+        start = (table_at + 16 * len(datas) + PAGE - 1) // PAGE * PAGE
+        offsets = []
+        for d in datas:
+            offsets.append((start, len(d)))
+            start += (len(d) + PAGE - 1) // PAGE * PAGE
+        for off, size in offsets:
+            out += struct.pack("<QQ", off, size)
+        for (off, _size), d in zip(offsets, datas):
+            out += b"\0" * (off - len(out)) + d
+        with open(path, "wb") as f:
+            f.write(out)
+        return path
+
+
+# -- the scenario the tests use ------------------------------------------------------------------
+W, T, O, KW = 100, 101, 200, 50            # workload (tgid 100), its thread 101, other, kworker
+COMMS = {W: "workload", T: "worker", O: "other", KW: "kworker/0:1"}
+C1 = (5 << 32) | 1                          # cookie = (cnt << 32) | (cpu + 1), cnt odd
+C2, C3, C4 = (7 << 32) | 2, (9 << 32) | 2, (11 << 32) | 2
+MS = 1_000_000
+T0 = 5_000_000_000
+EXE, LIBC = (11, (8 << 20) | 1), (12, (8 << 20) | 1)     # (inode, s_dev 8:1)
+PATHS = {EXE: "/usr/bin/workload", LIBC: "/usr/lib/x86_64-linux-gnu/libc.so.6"}
+STACK_W = [0x1139, 0x27f4a, 0x1ff0, 0x7ffd0000abcd]       # exe, libc, anon, no VMA
+INODES_W = [EXE[0], LIBC[0], 0, ULONG_MAX]
+DEVS_W = [EXE[1], LIBC[1], 0, 0]
+
+# What the reader must make of it (the tests check these).
+EXPECT = {
+    "samples": 8, "stitched": 4, "passed": 1,
+    "unmatched": {"deferred-lost-after-lost-records": 1, "task-exited": 2},
+    "deferred_records": 2, "lost_records": 1, "lost_events": 3,
+}
+
+
+def deferred(path, variant=False):
+    """Two CPUs, four tasks: cookie C1 shared by three events of pid 100 (one after it migrated
+    to CPU 1), a kworker event (no cookie), pid 200's stack for C2 lost in 3 missed events then
+    C3 stitched, pid 101 exiting before its stack (C4: two events, both task-exited)."""
+    ftrace = [KERNEL_STACK, USER_STACK, USER_UNWIND_COOKIE,
+              USER_UNWIND_STACK_HASH if variant else USER_UNWIND_STACK]
+    systems = [GETPPID, READ, EXIT, WORK, INODE_CACHE_HASH if variant else INODE_CACHE]
+    td = TraceDat(2, ftrace, systems, COMMS)
+    ks_read = [kaddr("ksys_read"), kaddr("do_syscall_64"), kaddr("entry_SYSCALL_64_after_hwframe")]
+    ks_ppid = [kaddr("do_syscall_64"), kaddr("entry_SYSCALL_64_after_hwframe")]
+
+    def traced(cpu, ts, fmt, task, cookie, kstack, **values):
+        td.event(cpu, ts, fmt, task, **values)
+        td.event(cpu, ts, KERNEL_STACK, task, size=len(kstack), caller=kstack)
+        if cookie is not None:
+            td.event(cpu, ts, USER_UNWIND_COOKIE, task, cookie=cookie)
+
+    # CPU 0
+    traced(0, T0, READ, W, C1, ks_read, __syscall_nr=0, fd=3, buf=0x7ffd1000, count=4096)
+    traced(0, T0 + 1 * MS, READ, W, C1, ks_read, __syscall_nr=0, fd=3, buf=0x7ffd1000, count=4096)
+    traced(0, T0 + 2 * MS, WORK, KW, None, [kaddr("process_one_work"), kaddr("worker_thread")],
+           work=0xffff888003a1b000, function=kaddr("ksys_read", 0))
+    traced(0, T0 + 3 * MS, GETPPID, O, C2, ks_ppid, __syscall_nr=110)
+    # C2's stack and 2 more events are lost on CPU 0
+    td.drop(0, T0 + 6 * MS, 3)
+    traced(0, T0 + 7 * MS, GETPPID, O, C3, ks_ppid, __syscall_nr=110)
+    td.event(0, T0 + 8 * MS, USER_UNWIND_STACK_HASH if variant else USER_UNWIND_STACK, O,
+             cookie=C3, stack=[0x1139, 0x27f4a],
+             **({"hash": [0xffff8881007ed428, 0xffff8881007ed500]} if variant else
+                {"inodes": [EXE[0], LIBC[0]], "dev": [EXE[1], LIBC[1]]}))
+    # CPU 1: pid 100 migrated, same kernel entry (C1); then its stack
+    traced(1, T0 + 2 * MS + 500, READ, W, C1, ks_read, __syscall_nr=0, fd=3, buf=0x7ffd1000, count=4096)
+    if variant:
+        td.event(1, T0 + 4 * MS, INODE_CACHE_HASH, W, hash=0xffff8881007ed428, path=PATHS[EXE])
+        td.event(1, T0 + 4 * MS, INODE_CACHE_HASH, W, hash=0xffff8881007ed500, path=PATHS[LIBC])
+        td.event(1, T0 + 4 * MS + 100, USER_UNWIND_STACK_HASH, W, cookie=C1, stack=STACK_W,
+                 hash=[0xffff8881007ed428, 0xffff8881007ed500, 0, ULONG_MAX])
+    else:
+        for (inode, dev), p in PATHS.items():
+            td.event(1, T0 + 4 * MS, INODE_CACHE, W, inode=inode, dev=dev, path=p)
+        td.event(1, T0 + 4 * MS + 100, USER_UNWIND_STACK, W, cookie=C1, stack=STACK_W,
+                 inodes=INODES_W, dev=DEVS_W)
+    # pid 101: two events in one kernel entry, then it exits (its own exit event shares C4)
+    traced(1, T0 + 5 * MS, READ, T, C4, ks_read, __syscall_nr=0, fd=4, buf=0x7ffd2000, count=64)
+    traced(1, T0 + 5 * MS + 200, EXIT, T, C4, [kaddr("do_exit")], comm="worker", pid=T, prio=120)
+    return td.write(path)
+
+
+def userstack(path):
+    """Today's kernels: traced events followed by the synchronous ftrace:user_stack."""
+    td = TraceDat(2, [KERNEL_STACK, USER_STACK], [GETPPID, WORK], COMMS)
+    for i in range(3):
+        ts = T0 + i * MS
+        td.event(i % 2, ts, GETPPID, W, __syscall_nr=110)
+        td.event(i % 2, ts, USER_STACK, W, tgid=W, caller=[0x7f0000001000 + i, 0x555500001139, 0])
+    td.event(0, T0 + 5 * MS, WORK, KW, work=1, function=kaddr("ksys_read", 0))
+    return td.write(path)
+
+
+if __name__ == "__main__":
+    kind = sys.argv[2] if len(sys.argv) > 2 else "deferred"
+    {"deferred": deferred, "variant": lambda p: deferred(p, True), "userstack": userstack}[kind](sys.argv[1])

@@ -1,0 +1,88 @@
+"""Read what ``trace-cmd report`` prints back into events, to compare our bridge with it.
+
+    comm-pid [cpu] [flags] secs.usecs: name: info        one event (3.4 adds a latency flags column)
+    <continuation lines>                                 its info, continued (stacks, arrays)
+    CPU:N [K EVENTS DROPPED]  /  CPU:N [EVENTS DROPPED]  missed events before the next event of N
+"""
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import RIG
+
+HEAD = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?:[^\s]{4,6}\s+)?"
+                  r"(?P<secs>\d+)\.(?P<usecs>\d{6}): (?P<name>[\w]+):\s*(?P<info>.*)$")
+DROPPED = re.compile(r"^CPU:(?P<cpu>\d+) \[(?:(?P<n>\d+) )?EVENTS DROPPED\]$")
+RAW_FIELD = re.compile(r"(\w+)=(ARRAY\[[^\]]*\]|\S*)")
+
+
+class TextEvent:
+    __slots__ = ("comm", "pid", "cpu", "usecs", "name", "info", "more", "dropped")
+
+    def __init__(self, m, dropped):
+        self.comm, self.pid, self.cpu = m["comm"], int(m["pid"]), int(m["cpu"])
+        self.usecs = int(m["secs"]) * 1000000 + int(m["usecs"])
+        self.name, self.info, self.more, self.dropped = m["name"], m["info"], [], dropped
+
+    def raw_fields(self):
+        """{name: text} of a ``report -R`` line."""
+        return dict(RAW_FIELD.findall(self.info))
+
+
+def parse(text):
+    """TextEvents in print order; ``dropped`` = None, or the count (-1 unknown) announced before."""
+    events, dropped = [], {}
+    for line in text.splitlines():
+        if line.startswith("cpus=") or not line:
+            continue
+        m = DROPPED.match(line)
+        if m:
+            dropped[int(m["cpu"])] = int(m["n"]) if m["n"] else -1
+            continue
+        m = HEAD.match(line)
+        if m:
+            cpu = int(m["cpu"])
+            events.append(TextEvent(m, dropped.pop(cpu, None)))
+        elif events:
+            events[-1].more.append(line)
+        else:
+            raise AssertionError("unexpected report line: %r" % line)
+    return events
+
+
+def need_trace_cmd():
+    tool = shutil.which("trace-cmd")
+    if tool is None:
+        pytest.skip("trace-cmd not installed: apt-get install trace-cmd")
+    return tool
+
+
+def report(path, *args):
+    """trace-cmd report (the host's, 3.1.6 on bookworm) of path, as text."""
+    tool = need_trace_cmd()
+    p = subprocess.run([tool, "report", *args, "-i", str(path)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def need_sid_run():
+    import os
+    tool = RIG / "sid-run"
+    if not tool.exists():
+        pytest.skip("sid rig not found at %s (the shared folder)" % tool)
+    if os.geteuid() != 0:
+        pytest.skip("the sid rig (sid-run) needs root for its chroot")
+    return str(tool)
+
+
+def sid_report(path, *args, env=()):
+    """trace-cmd 3.4 (Debian sid, in the rig's chroot) report of path, run from its folder."""
+    tool = need_sid_run()
+    cmd = [tool, "env", *env, "trace-cmd", "report", *args, "-i", "./" + path.name]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=path.parent)
+    if p.returncode != 0 and "trace-cmd" in p.stderr and "not found" in p.stderr:
+        pytest.skip("trace-cmd missing in the sid chroot: %s" % p.stderr.strip())
+    assert p.returncode == 0, p.stderr
+    return p.stdout, p.stderr
