@@ -2,7 +2,7 @@
 PYTHON ?= python3
 EXAMPLE = examples/compressed.data
 
-.PHONY: install demo test
+.PHONY: install demo test plugin
 
 install:
 	$(PYTHON) -m pip install -q -e '.[test]'
@@ -15,3 +15,7 @@ demo: install
 
 test: install
 	$(PYTHON) -m pytest -q tests
+
+# trace-cmd report plugin (tracecmd_plugin/): into ~/.local/lib/traceevent/plugins, or PLUGIN_DIR=DIR
+plugin:
+	$(MAKE) -C tracecmd_plugin install $(if $(PLUGIN_DIR),PLUGIN_DIR=$(PLUGIN_DIR))

@@ -4,13 +4,14 @@
     <continuation lines>                                 its info, continued (stacks, arrays)
     CPU:N [K EVENTS DROPPED]  /  CPU:N [EVENTS DROPPED]  missed events before the next event of N
 """
+import os
 import re
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import RIG
+from conftest import RIG, ROOT
 
 HEAD = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?:[^\s]{4,6}\s+)?"
                   r"(?P<secs>\d+)\.(?P<usecs>\d{6}): (?P<name>[\w]+):\s*(?P<info>.*)$")
@@ -59,16 +60,25 @@ def need_trace_cmd():
     return tool
 
 
-def report(path, *args):
+def plain_env(**extra):
+    """An environment where trace-cmd loads the system plugins only (not a plugin installed in
+    ~/.local by ``make plugin``), plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k != "TRACEEVENT_PLUGIN_DIR"}
+    env["HOME"] = "/nonexistent"
+    env.update(extra)
+    return env
+
+
+def report(path, *args, env=None):
     """trace-cmd report (the host's, 3.1.6 on bookworm) of path, as text."""
     tool = need_trace_cmd()
-    p = subprocess.run([tool, "report", *args, "-i", str(path)], capture_output=True, text=True)
+    p = subprocess.run([tool, "report", *args, "-i", str(path)], capture_output=True, text=True,
+                       env=env or plain_env())
     assert p.returncode == 0, p.stderr
     return p.stdout
 
 
 def need_sid_run():
-    import os
     tool = RIG / "sid-run"
     if not tool.exists():
         pytest.skip("sid rig not found at %s (the shared folder)" % tool)
@@ -81,7 +91,8 @@ def sid_report(path, *args, env=()):
     """trace-cmd 3.4 (Debian sid, in the rig's chroot) report of path, run from its folder."""
     tool = need_sid_run()
     cmd = [tool, "env", *env, "trace-cmd", "report", *args, "-i", "./" + path.name]
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=path.parent)
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=path.parent,
+                       env=dict(os.environ, SID_BINDS="%s:%s" % (ROOT, ROOT)))
     if p.returncode != 0 and "trace-cmd" in p.stderr and "not found" in p.stderr:
         pytest.skip("trace-cmd missing in the sid chroot: %s" % p.stderr.strip())
     assert p.returncode == 0, p.stderr

@@ -1,0 +1,98 @@
+"""What tracecmd_plugin/plugin_deferstitch.so calls inside ``trace-cmd report``: thin, stdlib only.
+
+    load(tep)             the plugin was loaded for a trace.dat being opened: note which file
+    stack(tep, cpu, ts)   trace-cmd prints a user_unwind_stack: the stitched stacks it served
+    unload(tep)           trace-cmd is done: the summary of unmatched events
+
+The plugin sees only the events trace-cmd prints, one by one, and libtraceevent gives a plugin
+no hook for "every event" (handlers are per event and a plugin loads before the formats are
+read). So at the first question we read the same file ourselves, through our bridge (plugins
+off, so we are not loaded twice), run the shared core over it once, and answer from that:
+the stitching sees every event even when ``report`` is filtered.
+
+The file is the trace.dat that libtracecmd had just opened when it loaded the plugin: the
+newest open file descriptor starting with trace.dat's magic.
+"""
+import os
+import sys
+
+MAGIC = b"\x17\x08\x44tracing"
+
+_state = {}        # tep address -> _Trace
+
+
+class _Trace:
+    def __init__(self, path):
+        self.path = path
+        self.blocks = None          # (cpu, ts) -> text printed under that user_unwind_stack
+        self.report = None
+        self.error = None
+
+    def run(self):
+        if self.blocks is not None:
+            return
+        self.blocks = {}
+        from .bridge import Trace
+        from .outputs import Namer, stack_block
+        from .reader import FtraceFeed
+        try:
+            with Trace(self.path) as trace:
+                namer = Namer(trace)
+
+                def on_stack(ev, served):
+                    if served:
+                        self.blocks[(ev.cpu, ev.ts)] = stack_block(namer, served)
+                feed = FtraceFeed(stack=on_stack, long_size=trace.long_size)
+                self.report = feed.run(trace)
+        except Exception as err:          # never take trace-cmd down with us
+            self.error = "%s: %s" % (type(err).__name__, err)
+
+
+def find_trace_dat():
+    """The path of the newest open fd holding a trace.dat (the one being opened)."""
+    best = None
+    try:
+        fds = sorted((int(fd) for fd in os.listdir("/proc/self/fd")), reverse=True)
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            path = os.readlink("/proc/self/fd/%d" % fd)
+            if not path.startswith("/"):
+                continue
+            with open(path, "rb") as f:
+                if f.read(len(MAGIC)) == MAGIC:
+                    best = path
+                    break
+        except OSError:
+            continue
+    return best
+
+
+def load(tep):
+    path = find_trace_dat()
+    if path is None:
+        sys.stderr.write("deferstitch plugin: no open trace.dat found; no stitching\n")
+        return ""
+    _state[tep] = _Trace(path)
+    return ""
+
+
+def stack(tep, cpu, ts):
+    t = _state.get(tep)
+    if t is None:
+        return ""
+    t.run()
+    block = t.blocks.get((cpu, ts))
+    return "\n" + block if block else ""
+
+
+def unload(tep):
+    t = _state.pop(tep, None)
+    if t is None:
+        return ""
+    t.run()
+    if t.error:
+        return "deferstitch: %s: %s\n" % (t.path, t.error)
+    from .outputs import unmatched_summary
+    return unmatched_summary(t.report) + "\n"

@@ -1,0 +1,106 @@
+"""The trace-cmd report plugin (tracecmd_plugin/), built by its Makefile and loaded by the REAL
+trace-cmd report: 3.1.6 here (libtraceevent 1.7.1, Python 3.11) and 3.4 in the sid rig
+(libtraceevent 1.9.0, Python 3.14) — the same .so. It prints, under each user_unwind_stack,
+the events that stack completed, exactly as ``deferstitch trace script`` names them, and the
+unmatched summary at the end; every line trace-cmd prints without it is still there."""
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import ROOT
+from tracecmd_text import need_trace_cmd, plain_env, report, sid_report
+import tracecmd_synth as S
+
+from deferstitch.tracecmd.cli import run_feed
+from deferstitch.tracecmd.outputs import unmatched_summary
+
+
+@pytest.fixture(scope="module")
+def plugin_dir(tmp_path_factory):
+    if shutil.which("gcc") is None and shutil.which("cc") is None:
+        pytest.skip("no C compiler: apt-get install gcc")
+    if not (shutil.os.path.exists("/usr/include/traceevent/event-parse.h")):
+        pytest.skip("libtraceevent headers missing: apt-get install libtraceevent-dev")
+    d = tmp_path_factory.mktemp("plugins")
+    build = tmp_path_factory.mktemp("build")
+    shutil.copy(ROOT / "tracecmd_plugin" / "plugin_deferstitch.c", build)
+    shutil.copy(ROOT / "tracecmd_plugin" / "Makefile", build)
+    p = subprocess.run(["make", "-s", "-C", str(build), "install", "PLUGIN_DIR=%s" % d,
+                        "ROOT=%s" % ROOT], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return d
+
+
+def split_plugin_lines(text):
+    """(trace-cmd's own lines, our blocks {header line: frame lines}, our summary lines)."""
+    own, blocks, summary, cur = [], {}, [], None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("deferstitch: "):
+            summary = lines[i:]
+            break
+        if line.startswith("  stitched "):
+            cur = blocks.setdefault(line[len("  stitched "):], [])
+        elif cur is not None and line.startswith("\t") and "(" in line and not line.startswith("\t=>"):
+            cur.append(line)
+        else:
+            cur = None
+            own.append(line)
+    return own, blocks, summary
+
+
+def expected_blocks(path):
+    """What the plugin must print: our own script output of the stitched samples."""
+    from deferstitch.tracecmd.bridge import Trace
+    from deferstitch.tracecmd.outputs import Namer, header, sym_text
+    from deferstitch.tracecmd.reader import FtraceFeed
+    out = {}
+    with Trace(path) as trace:
+        namer = Namer(trace)
+
+        def sample(s):
+            if s.outcome == "stitched":
+                out[header(s).strip()] = ["\t%16x %s (%s)" % (n, sym_text(sym, o), dso)
+                                          for n, sym, o, dso in namer.frames(s)]
+        FtraceFeed(sample=sample, long_size=trace.long_size).run(trace)
+    return out
+
+
+def check(text, plain, path):
+    own, blocks, summary = split_plugin_lines(text)
+    assert own == plain.splitlines()
+    assert blocks == expected_blocks(path)
+    rep, _t = run_feed(path)
+    assert summary == unmatched_summary(rep).splitlines()
+    assert summary[0] == "deferstitch: 8 events: 4 stitched (0 after their stack), 1 passed, 3 unmatched"
+
+
+def test_trace_cmd_3_1_report_prints_stitched_stacks(plugin_dir, tmp_path):
+    need_trace_cmd()
+    path = S.deferred(tmp_path / "trace.dat")
+    text = report(path, env=plain_env(TRACEEVENT_PLUGIN_DIR=str(plugin_dir)))
+    check(text, report(path), path)
+    assert "deferstitch plugin:" not in text
+
+
+def test_trace_cmd_3_4_report_prints_stitched_stacks(plugin_dir, tmp_path):
+    path = S.deferred(tmp_path / "trace.dat")
+    local = tmp_path / "plugins"
+    shutil.copytree(plugin_dir, local)           # inside the folder the rig binds
+    text, err = sid_report(path, env=("HOME=/nonexistent", "TRACEEVENT_PLUGIN_DIR=%s" % local,
+                                      "DEFERSTITCH_PATH=%s" % ROOT))
+    plain, _err = sid_report(path, env=("HOME=/nonexistent",))
+    assert "deferstitch plugin:" not in err, err
+    check(text, plain, path)
+
+
+def test_plugin_on_a_trace_without_deferred_stacks(plugin_dir):
+    """The real -O userstacktrace capture: nothing to stitch, the summary says so, the report
+    is otherwise untouched."""
+    from test_tracecmd_bridge import real
+    path = real()
+    text = report(path, env=plain_env(TRACEEVENT_PLUGIN_DIR=str(plugin_dir)))
+    own, blocks, summary = split_plugin_lines(text)
+    assert blocks == {} and own == report(path).splitlines()
+    assert summary == ["deferstitch: 29000 events: 0 stitched (0 after their stack), 29000 passed, 0 unmatched"]
