@@ -136,3 +136,27 @@ def test_bad_input_is_one_line(tmp_path):
     assert str(bad) in str(e.value) and "\n" not in str(e.value)
     with pytest.raises(DeferstitchError):
         Trace(tmp_path / "missing.dat")
+
+
+def test_truncated_file_is_one_line_not_a_crash(tmp_path):
+    """libtracecmd 3.1.6 crashes inside tracecmd_open on a file cut inside its CPU data; we
+    open it in a child first and say so in one line."""
+    whole = tracecmd_synth.deferred(tmp_path / "whole.dat").read_bytes()
+    for cut in (100, 5000, 9000, len(whole) - 1):
+        part = tmp_path / ("cut%d.dat" % cut)
+        part.write_bytes(whole[:cut])
+        with pytest.raises(FormatError) as e:
+            list(Trace(part))
+        assert str(part) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_missing_library_names_the_apt_package():
+    from deferstitch.tracecmd import _ffi
+    _ffi._PACKAGES["absent"] = ("libdeferstitch-absent.so.9", "libdeferstitch-absent9")
+    try:
+        with pytest.raises(DeferstitchError) as e:
+            _ffi._lib("absent")
+        assert str(e.value) == ("libdeferstitch-absent.so.9 not found: "
+                                "apt-get install libdeferstitch-absent9")
+    finally:
+        del _ffi._PACKAGES["absent"]

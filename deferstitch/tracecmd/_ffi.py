@@ -195,13 +195,36 @@ def quiet():
     api.tep_set_loglevel(0)
 
 
+def _probe_open(path):
+    """Open the file once in a child process first: libtracecmd 3.1.6 dereferences NULL inside
+    tracecmd_open on some truncated files (seen 2026-12-02: "File possibly truncated. Need at
+    least 16384, but file size is 9000." then SIGSEGV), which would kill us without a word."""
+    size = os.path.getsize(path)
+    pid = os.fork()
+    if pid == 0:                                     # child: no Python cleanup, just the verdict
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)  # the library's own lines stay quiet
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            h = api.tracecmd_open(os.fsencode(path), TRACECMD_FL_LOAD_NO_PLUGINS)
+            os._exit(0 if h else 1)
+        except BaseException:
+            os._exit(1)
+    _pid, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        raise FormatError(path, None, "libtracecmd crashed opening it (signal %d): truncated or "
+                          "damaged trace.dat (%d bytes)" % (os.WTERMSIG(status), size))
+
+
 class Handle:
     """An open trace.dat (struct tracecmd_input), plugins not loaded: we only decode."""
 
-    def __init__(self, path):
+    def __init__(self, path, probe=True):
         self.path = path
         if not os.path.exists(path):
             raise DeferstitchError("%s: no such file" % path)
+        if probe:
+            _probe_open(path)
         self._h = api.tracecmd_open(os.fsencode(path), TRACECMD_FL_LOAD_NO_PLUGINS)
         if not self._h:
             raise FormatError(path, 0, "libtracecmd cannot open it as a trace.dat "

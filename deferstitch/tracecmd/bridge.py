@@ -156,11 +156,11 @@ class Event:
 class Trace:
     """An open trace.dat: ``iter(trace)`` yields every Event in time order across CPUs."""
 
-    def __init__(self, path, quiet=True):
+    def __init__(self, path, quiet=True, probe=True):
         if quiet:
             _ffi.quiet()
         self.path = str(path)
-        self._h = _ffi.Handle(self.path)
+        self._h = _ffi.Handle(self.path, probe)
         self.cpus, self.long_size = self._h.cpus, self._h.long_size
         self.endian = ">" if self._h.big_endian else "<"
         self.types = {d.id: EventType(d, self.long_size) for d in self._h.events()}

@@ -36,7 +36,7 @@ class _Trace:
         from .outputs import Namer, stack_block
         from .reader import FtraceFeed
         try:
-            with Trace(self.path) as trace:
+            with Trace(self.path, probe=False) as trace:   # trace-cmd opened it already
                 namer = Namer(trace)
 
                 def on_stack(ev, served):
