@@ -160,3 +160,24 @@ def test_missing_library_names_the_apt_package():
                                 "apt-get install libdeferstitch-absent9")
     finally:
         del _ffi._PACKAGES["absent"]
+
+
+def test_rel_loc_long_records_and_time_extend(tmp_path):
+    """__rel_loc string and array, a record longer than 112 bytes (type_len 0) and a gap of
+    seconds (TIME_EXTEND): equal to trace-cmd report -R."""
+    S = tracecmd_synth
+    td = S.TraceDat(1, [S.KERNEL_STACK], [S.REL], S.COMMS)
+    msg = "x" * 300
+    td.event(0, S.T0, S.REL, S.W, msg="short", vals=[1, 2, 3], n=-5)
+    td.event(0, S.T0 + 3 * 10**9 + 7, S.REL, S.W, msg=msg, vals=list(range(40)), n=40)
+    path = td.write(tmp_path / "rel.dat")
+    shown = parse(report(path, "-R"))
+    with Trace(path) as trace:
+        ours = list(trace)
+    assert len(ours) == len(shown) == 2
+    for o, t in zip(ours, shown):
+        assert_same_event(o, t, trace)
+        assert_raw_fields(o, t, trace)
+    assert [o.fields() for o in ours] == [{"msg": "short", "vals": [1, 2, 3], "n": -5},
+                                          {"msg": msg, "vals": list(range(40)), "n": 40}]
+    assert ours[1].ts == S.T0 + 3 * 10**9 + 7

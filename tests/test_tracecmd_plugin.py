@@ -104,3 +104,13 @@ def test_plugin_on_a_trace_without_deferred_stacks(plugin_dir):
     own, blocks, summary = split_plugin_lines(text)
     assert blocks == {} and own == report(path).splitlines()
     assert summary == ["deferstitch: 29000 events: 0 stitched (0 after their stack), 29000 passed, 0 unmatched"]
+
+
+def test_ts_offset_does_not_lose_the_blocks(plugin_dir, tmp_path):
+    """The blocks are keyed by (cpu, record offset), not by time, so report options that adjust
+    timestamps (--ts-offset, guest clock sync) cannot make them go missing."""
+    need_trace_cmd()
+    path = S.deferred(tmp_path / "trace.dat")
+    text = report(path, "--ts-offset", "1000000000", env=plain_env(TRACEEVENT_PLUGIN_DIR=str(plugin_dir)))
+    _own, blocks, summary = split_plugin_lines(text)
+    assert len(blocks) == 4 and summary

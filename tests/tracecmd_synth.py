@@ -57,7 +57,7 @@ class EventFormat:
             lines.append("\tfield:%s %s;\toffset:%d;\tsize:%d;\tsigned:%d;" % (t, n, off, size, signed))
         lines.append("")
         for t, n, off, size, signed in self.fields:
-            if t.startswith("__data_loc"):
+            if t.startswith(("__data_loc", "__rel_loc")):
                 decl = "%s %s" % (t, n)            # "__data_loc unsigned long[] stack"
             elif "[" in t:
                 base, arr = t.split("[", 1)
@@ -121,6 +121,12 @@ WORK = _fmt("workqueue", "workqueue_execute_start", 400,
             [("void *", "work", 8, 8, 0), ("void *", "function", 16, 8, 0)],
             '"work struct %p: function %ps", REC->work, REC->function')
 
+# __rel_loc fields (fprobe/eprobe events use them), a long string (type_len 0 records).
+REL = _fmt("test", "rel_loc_event", 900,
+           [("__rel_loc char[]", "msg", 8, 4, 0), ("__rel_loc unsigned int[]", "vals", 12, 4, 0),
+            ("int", "n", 16, 4, 1)],
+           '"n=%d msg=%s", REC->n, __get_rel_str(msg)')
+
 KALLSYMS = {0xffffffff81000000: "_stext", 0xffffffff81100000: "do_syscall_64",
             0xffffffff81100400: "entry_SYSCALL_64_after_hwframe", 0xffffffff81200000: "ksys_read",
             0xffffffff81300000: "process_one_work", 0xffffffff81300800: "worker_thread",
@@ -138,7 +144,7 @@ def pack_event(fmt, pid, values, long_size=8):
     tail = bytearray()
     for t, n, off, size, signed in fmt.fields:
         v = values.get(n)
-        if t.startswith("__data_loc"):
+        if t.startswith(("__data_loc", "__rel_loc")):
             if v is None:
                 v = b"" if "char" in t else []
             if "char" in t:
@@ -147,6 +153,8 @@ def pack_event(fmt, pid, values, long_size=8):
                 el = long_size if "long" in t else 4
                 data = b"".join(int(x & ((1 << (8 * el)) - 1)).to_bytes(el, "little") for x in v)
             start = fmt.fixed_size + len(tail)
+            if t.startswith("__rel_loc"):           # counted from the end of this u32
+                start -= off + 4
             struct.pack_into("<I", buf, off, start | (len(data) << 16))
             tail += data
             while len(tail) % 4:

@@ -72,7 +72,7 @@ def plain_env(**extra):
 def report(path, *args, env=None):
     """trace-cmd report (the host's, 3.1.6 on bookworm) of path, as text."""
     tool = need_trace_cmd()
-    p = subprocess.run([tool, "report", *args, "-i", str(path)], capture_output=True, text=True,
+    p = subprocess.run([tool, "report", "-i", str(path), *args], capture_output=True, text=True,
                        env=env or plain_env())
     assert p.returncode == 0, p.stderr
     return p.stdout

@@ -7,7 +7,7 @@
  * Thin on purpose: the stitching is the shared Python core (deferstitch.stitcher), reached
  * through an embedded interpreter, as trace-cmd's old Python plugin loader did (removed in
  * 2021). This file only forwards: load -> deferstitch.tracecmd.plugin.load(tep), each
- * user_unwind_stack -> .stack(tep, cpu, ts), unload -> .unload(tep).
+ * user_unwind_stack -> .stack(tep, cpu, record offset), unload -> .unload(tep).
  *
  * Build and install:   make plugin        (-> ~/.local/lib/traceevent/plugins/)
  * Use:                 trace-cmd report -i trace.dat
@@ -176,7 +176,7 @@ static int user_unwind_stack_handler(struct trace_seq *s, struct tep_record *rec
 	tep_print_event(event->tep, s, record, "%s", TEP_PRINT_INFO);
 	event->flags &= ~TEP_EVENT_FL_NOHANDLE;
 	call(s, "stack", "(KKK)", (unsigned long long)(unsigned long)event->tep,
-	     (unsigned long long)record->cpu, record->ts);
+	     (unsigned long long)record->cpu, record->offset);
 	return 0;
 }
 

@@ -78,7 +78,6 @@ def register(sub):
                         description=__doc__.split("\n")[0], epilog=__doc__.split("\n", 2)[2],
                         formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     sp.add_argument("what", nargs="+", metavar="{report,script,folded} FILE.dat")
-    sp.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     sp.add_argument("--max-pending", type=int, default=DEFAULT_MAX_PENDING, metavar="N")
     sp.add_argument("--json", action="store_true", help="report: one JSON object")
     sp.add_argument("--fail-on-unmatched", action="store_true",

@@ -1,7 +1,9 @@
 """What tracecmd_plugin/plugin_deferstitch.so calls inside ``trace-cmd report``: thin, stdlib only.
 
     load(tep)             the plugin was loaded for a trace.dat being opened: note which file
-    stack(tep, cpu, ts)   trace-cmd prints a user_unwind_stack: the stitched stacks it served
+    stack(tep, cpu, off)  trace-cmd prints a user_unwind_stack: the stitched stacks it served
+                          (found by cpu and record offset, which report's --ts-offset and
+                          friends do not change)
     unload(tep)           trace-cmd is done: the summary of unmatched events
 
 The plugin sees only the events trace-cmd prints, one by one, and libtraceevent gives a plugin
@@ -24,7 +26,7 @@ _state = {}        # tep address -> _Trace
 class _Trace:
     def __init__(self, path):
         self.path = path
-        self.blocks = None          # (cpu, ts) -> text printed under that user_unwind_stack
+        self.blocks = None          # (cpu, offset) -> text printed under that user_unwind_stack
         self.report = None
         self.error = None
 
@@ -41,7 +43,7 @@ class _Trace:
 
                 def on_stack(ev, served):
                     if served:
-                        self.blocks[(ev.cpu, ev.ts)] = stack_block(namer, served)
+                        self.blocks[(ev.cpu, ev.offset)] = stack_block(namer, served)
                 feed = FtraceFeed(stack=on_stack, long_size=trace.long_size)
                 self.report = feed.run(trace)
         except Exception as err:          # never take trace-cmd down with us
@@ -78,12 +80,12 @@ def load(tep):
     return ""
 
 
-def stack(tep, cpu, ts):
+def stack(tep, cpu, offset):
     t = _state.get(tep)
     if t is None:
         return ""
     t.run()
-    block = t.blocks.get((cpu, ts))
+    block = t.blocks.get((cpu, offset))
     return "\n" + block if block else ""
 
 
