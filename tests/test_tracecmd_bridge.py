@@ -8,7 +8,7 @@ import lzma
 import pytest
 
 from conftest import CAPTURES
-from tracecmd_text import parse, report
+from tracecmd_text import parse, report, sid_report
 import tracecmd_synth
 
 from deferstitch.errors import DeferstitchError, FormatError
@@ -77,6 +77,19 @@ def test_real_capture_every_event_and_field_equals_trace_cmd_report():
         assert (o.missed or None) == t.dropped
     assert {(e.system, e.name) for e in ours} == {("syscalls", "sys_enter_getppid"),
                                                    ("ftrace", "user_stack")}
+
+
+def test_real_capture_every_field_equals_trace_cmd_3_4_raw():
+    """The same with sid's trace-cmd 3.4 / libtraceevent 1.9.0 (the rig's chroot), ``-R``."""
+    path = real()
+    text, _err = sid_report(path, "-R")
+    shown = parse(text)
+    with Trace(path) as trace:
+        ours = list(trace)
+        assert len(ours) == len(shown)
+        for o, t in zip(ours, shown):
+            assert_same_event(o, t, trace)
+            assert_raw_fields(o, t, trace)
 
 
 def test_real_capture_equals_the_oracle_of_trace_cmd_3_4():

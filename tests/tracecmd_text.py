@@ -1,6 +1,7 @@
 """Read what ``trace-cmd report`` prints back into events, to compare our bridge with it.
 
-    comm-pid [cpu] [flags] secs.usecs: name: info        one event (3.4 adds a latency flags column)
+    comm-pid [cpu] [flags] secs.usecs: name: info        one event (3.4 adds a latency flags column;
+                                                         with -R it prints [cpu]-0xFLAGS)
     <continuation lines>                                 its info, continued (stacks, arrays)
     CPU:N [K EVENTS DROPPED]  /  CPU:N [EVENTS DROPPED]  missed events before the next event of N
 """
@@ -13,7 +14,7 @@ import pytest
 
 from conftest import RIG, ROOT
 
-HEAD = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?:[^\s]{4,6}\s+)?"
+HEAD = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\](?:-0x[0-9a-f]+)?\s+(?:[^\s]{4,6}\s+)?"
                   r"(?P<secs>\d+)\.(?P<usecs>\d{6}): (?P<name>[\w]+):\s*(?P<info>.*)$")
 DROPPED = re.compile(r"^CPU:(?P<cpu>\d+) \[(?:(?P<n>\d+) )?EVENTS DROPPED\]$")
 RAW_FIELD = re.compile(r"(\w+)=(ARRAY\[[^\]]*\]|\S*)")
@@ -90,7 +91,7 @@ def need_sid_run():
 def sid_report(path, *args, env=()):
     """trace-cmd 3.4 (Debian sid, in the rig's chroot) report of path, run from its folder."""
     tool = need_sid_run()
-    cmd = [tool, "env", *env, "trace-cmd", "report", *args, "-i", "./" + path.name]
+    cmd = [tool, "env", *env, "trace-cmd", "report", "-i", "./" + path.name, *args]
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=path.parent,
                        env=dict(os.environ, SID_BINDS="%s:%s" % (ROOT, ROOT)))
     if p.returncode != 0 and "trace-cmd" in p.stderr and "not found" in p.stderr:

@@ -63,7 +63,7 @@ def _split(what):
     if not what or len(what) > 2:
         raise DeferstitchError("usage: deferstitch trace {report,script,folded} FILE.dat")
     if len(what) == 1:
-        return ("report", what[0]) if what[0] not in COMMANDS else ("report", "trace.dat")
+        return (what[0], "trace.dat") if what[0] in COMMANDS else ("report", what[0])
     a, b = what
     if a in COMMANDS:
         return a, b
@@ -75,10 +75,15 @@ def _split(what):
 def register(sub):
     """Add the ``trace`` subcommand to the main parser's subparsers."""
     sp = sub.add_parser("trace", help="the same outputs for a trace-cmd trace.dat (ftrace)",
-                        description=__doc__.split("\n")[0], epilog=__doc__.split("\n", 2)[2],
+                        usage="deferstitch trace {report,script,folded} FILE.dat [options]",
+                        description=__doc__.split("\n")[0].replace("``", ""),
+                        epilog=__doc__.split("\n", 2)[2],
                         formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
-    sp.add_argument("what", nargs="+", metavar="{report,script,folded} FILE.dat")
-    sp.add_argument("--max-pending", type=int, default=DEFAULT_MAX_PENDING, metavar="N")
+    sp.add_argument("what", nargs="+", metavar="{report,script,folded} FILE.dat",
+                    help="what to print (default report) and the trace.dat (default ./trace.dat)")
+    sp.add_argument("--max-pending", type=int, default=DEFAULT_MAX_PENDING, metavar="N",
+                    help="events waiting for their stack at most (default %(default)d); the oldest "
+                         "beyond are reported as evicted")
     sp.add_argument("--json", action="store_true", help="report: one JSON object")
     sp.add_argument("--fail-on-unmatched", action="store_true",
                     help="report: exit 1 if any event is unmatched")
