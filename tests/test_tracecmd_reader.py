@@ -123,3 +123,37 @@ def test_real_userstacktrace_capture():
         stacks = [e["caller"] for e in trace if e.name == "user_stack"]
     assert [[a for _p, a in s.user] for s in out] == [[a for a in c if a] for c in stacks]
     assert all(s.ref.name == "sys_enter_getppid" and s.comm == "workload_a" for s in out)
+
+
+def test_interrupt_event_between_an_event_and_its_companions(tmp_path):
+    """E1, E2 (in an interrupt of the same task), kernel_stack(E2), cookie(E2), kernel_stack(E1),
+    cookie(E1): each event gets its own kernel stack; both wait for the same cookie."""
+    td = S.TraceDat(1, [S.KERNEL_STACK, S.USER_UNWIND_COOKIE, S.USER_UNWIND_STACK],
+                    [S.READ, S.WORK], S.COMMS)
+    ks1 = [S.kaddr("ksys_read"), S.kaddr("do_syscall_64")]
+    ks2 = [S.kaddr("process_one_work")]
+    td.event(0, S.T0, S.READ, S.W, fd=3, count=1)
+    td.event(0, S.T0 + 100, S.WORK, S.W, work=1, function=S.kaddr("ksys_read", 0))
+    td.event(0, S.T0 + 110, S.KERNEL_STACK, S.W, size=1, caller=ks2)
+    td.event(0, S.T0 + 120, S.USER_UNWIND_COOKIE, S.W, cookie=S.C1)
+    td.event(0, S.T0 + 200, S.KERNEL_STACK, S.W, size=2, caller=ks1)
+    td.event(0, S.T0 + 210, S.USER_UNWIND_COOKIE, S.W, cookie=S.C1)
+    td.event(0, S.T0 + 900, S.USER_UNWIND_STACK, S.W, cookie=S.C1, stack=[0x1139], inodes=[0], dev=[0])
+    path = td.write(tmp_path / "nested.dat")
+    assert [e.name for e in parse(report(path))] == [
+        "sys_enter_read", "workqueue_execute_start", "kernel_stack", "user_unwind_cookie",
+        "kernel_stack", "user_unwind_cookie", "user_unwind_stack"]
+    rep, out = feed(path)
+    assert [(s.ref.name, list(s.kernel), s.outcome) for s in out] == [
+        ("sys_enter_read", ks1, STITCHED), ("workqueue_execute_start", ks2, STITCHED)]
+    assert rep.extra["ftrace_anomalies"] == {}
+
+
+def test_events_without_user_part_still_come_out(tmp_path):
+    """Kernel stacks only (no user option): every event becomes a sample, passed, in order."""
+    td = S.TraceDat(1, [S.KERNEL_STACK], [S.GETPPID], S.COMMS)
+    for i in range(10):
+        td.event(0, S.T0 + i, S.GETPPID, S.W + i % 2, __syscall_nr=110)
+        td.event(0, S.T0 + i, S.KERNEL_STACK, S.W + i % 2, size=1, caller=[S.kaddr("do_syscall_64", i)])
+    rep, out = feed(td.write(tmp_path / "k.dat"))
+    assert rep.passed == 10 and [s.kernel[0] for s in out] == [S.kaddr("do_syscall_64", i) for i in range(10)]

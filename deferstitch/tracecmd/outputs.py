@@ -9,7 +9,7 @@ Frames of an ftrace sample, innermost first:
 """
 import os
 
-from ..model import STITCHED, UNMATCHED
+from ..model import UNMATCHED
 from ..symbols.elf import ElfError, ElfSymbols
 
 UNKNOWN = "[unknown]"
@@ -146,5 +146,3 @@ def unmatched_summary(rep):
                      % (rep.lost_records, rep.lost_events))
     return "\n".join(lines)
 
-
-__all__ = ["Namer", "Script", "Folded", "stack_block", "unmatched_summary", "STITCHED"]

@@ -16,8 +16,17 @@ and, with today's ``userstacktrace`` option (every released kernel), instead of 
 
     ftrace:user_stack {unsigned int tgid; unsigned long caller[8]}       same pid, same cpu
 
-So E becomes a Sample once the next event on its CPU that is not one of its companions
-arrives (the companions are written with preemption off, right after E); ``user_unwind_stack``
+ftrace writes the companions right after committing E, with preemption off but interrupts on
+(trace_buffer_unlock_commit_regs: commit, ftrace_trace_stack, then the user part), so an event
+in an interrupt can come between E and its companions, with its own companions first:
+
+    E1  E2(irq)  kernel_stack(E2)  cookie(E2)  kernel_stack(E1)  cookie(E1)
+
+Each CPU therefore keeps its last few events open (MAX_NEST); a companion goes to the newest
+open event of the same pid that lacks it. An event is complete (becomes a Sample) with its user
+part (cookie or user_stack, written last); one without (kernel threads, no user option) when
+MAX_NEST newer events are open on its CPU, at missed events there, before a stack or exit of
+its task, or at the end. ``user_unwind_stack``
 becomes a DeferredStack whose frames are (path, file offset) through inode_cache; missed
 events on a CPU are lost records; ``sched:sched_process_exit`` is a task exit (after its own
 sample); ``sched:sched_process_fork`` a tid reuse. A ``user_stack`` gives its sample the user
@@ -42,6 +51,7 @@ COMPANIONS = {KERNEL_STACK: "kernel", USER_STACK: "user_stack", COOKIE: "cookie"
 NO_VMA = (1 << 64) - 1           # inodes[i] == -1L: no VMA at that address (raw address kept)
 ANON = "[anon]"                  # inode 0: anonymous memory
 NO_FILE = "[unknown]"            # no VMA / no mapping known
+MAX_NEST = 4                     # task, softirq, irq, nmi: events open at once on one CPU
 
 
 def dev_name(dev):
@@ -70,7 +80,7 @@ class FtraceFeed:
         self.stitcher = Stitcher(self._resolved, max_pending, exit_grace=exit_grace)
         self.report = self.stitcher.report
         self.no_vma = (1 << (8 * long_size)) - 1
-        self.open = {}              # cpu -> Pending
+        self.open = {}              # cpu -> [Pending], oldest first (at most MAX_NEST)
         self.paths = {}             # (inode or hash, dev or None) -> path
         self.fifo = []              # (time, seq, sample) in time order, the head waiting to resolve
         self.head = 0               # fifo[:head] were handed on
@@ -92,7 +102,7 @@ class FtraceFeed:
         self.counts["%s:%s" % key] += 1
         cpu = ev.cpu
         if ev.missed:
-            self._close(cpu)
+            self._close_cpu(cpu)
             self.stitcher.lost(1, max(ev.missed, 0))
             if ev.missed > 0:
                 self.missed_events += ev.missed
@@ -100,30 +110,42 @@ class FtraceFeed:
                 self.anomalies["missed events without a count"] += 1
         role = COMPANIONS.get(key)
         if role is not None:
-            p = self.open.get(cpu)
-            if p is None or p.ev.pid != ev.pid or getattr(p, role) is not None:
+            p = self._owner(cpu, ev.pid, role)
+            if p is None:
                 self.anomalies["%s without its event" % ev.name] += 1
                 return
             if role == "kernel":
                 p.kernel = self._kernel(ev)
-            elif role == "cookie":
+                return
+            if role == "cookie":
                 p.cookie = ev["cookie"]
             else:
                 callers = ev.get("caller") or []
                 p.user_stack = tuple((None, a) for a in _trim(callers, self.no_vma))
                 p.tgid = ev.get("tgid")
+            self._close(cpu, p)             # the user part is written last: p is complete
             return
-        self._close(cpu)
         if key == UNWIND_STACK:
             self._unwind_stack(ev)
         elif ev.system == INODE_CACHE:
             self._inode(ev)
         else:
-            self.open[cpu] = Pending(ev)
+            q = self.open.setdefault(cpu, [])
+            q.append(Pending(ev))
+            if len(q) > MAX_NEST:
+                self._close(cpu, q[0])
+
+    def _owner(self, cpu, pid, role):
+        """The newest open event on cpu of this pid still lacking this companion."""
+        for p in reversed(self.open.get(cpu, ())):
+            if p.ev.pid == pid and getattr(p, role) is None and (
+                    role == "kernel" or (p.cookie is None and p.user_stack is None)):
+                return p
+        return None
 
     def finish(self):
         for cpu in list(self.open):
-            self._close(cpu)
+            self._close_cpu(cpu)
         self.stitcher.finish()
         self._drain()
         self.report.extra.update({"events": dict(sorted(self.counts.items())),
@@ -132,11 +154,16 @@ class FtraceFeed:
         return self.report
 
     # -- events -------------------------------------------------------------------------------
-    def _close(self, cpu):
-        """The traced event open on cpu has all its companions: it becomes a Sample."""
-        p = self.open.pop(cpu, None)
-        if p is None:
-            return
+    def _close_cpu(self, cpu):
+        for p in list(self.open.get(cpu, ())):
+            self._close(cpu, p)
+
+    def _close(self, cpu, p):
+        """Open event p on cpu has all its companions: it becomes a Sample."""
+        q = self.open[cpu]
+        q.remove(p)
+        if not q:
+            del self.open[cpu]
         ev = p.ev
         s = Sample(ev.pid, p.tgid if p.tgid is not None else ev.pid, ev.cpu, ev.ts,
                    p.kernel or (), p.cookie, ev, ev.comm)
@@ -154,8 +181,9 @@ class FtraceFeed:
         self._drain()
 
     def _flush_pid(self, pid):
-        for cpu in [c for c, p in self.open.items() if p.ev.pid == pid]:
-            self._close(cpu)
+        for cpu, q in list(self.open.items()):
+            for p in [p for p in q if p.ev.pid == pid]:
+                self._close(cpu, p)
 
     def _kernel(self, ev):
         size = ev.get("size")
@@ -221,7 +249,7 @@ class FtraceFeed:
         event still open on some CPU is older (it will be inserted before it)."""
         fifo = self.fifo
         i = self.head
-        oldest_open = min((p.ev.ts for p in self.open.values()), default=None)
+        oldest_open = min((p.ev.ts for q in self.open.values() for p in q), default=None)
         while i < len(fifo):
             s = fifo[i][2]
             if s.outcome is None or (oldest_open is not None and oldest_open < s.time):
