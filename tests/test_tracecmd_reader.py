@@ -157,3 +157,19 @@ def test_events_without_user_part_still_come_out(tmp_path):
         td.event(0, S.T0 + i, S.KERNEL_STACK, S.W + i % 2, size=1, caller=[S.kaddr("do_syscall_64", i)])
     rep, out = feed(td.write(tmp_path / "k.dat"))
     assert rep.passed == 10 and [s.kernel[0] for s in out] == [S.kaddr("do_syscall_64", i) for i in range(10)]
+
+
+def test_event_after_its_stack_and_a_repeated_stack(tmp_path):
+    """An event in the unwinder's own task work (after user_unwind_stack, same cookie) is its
+    entry's: stitched after its stack; the same stack written again serves nothing twice."""
+    td = S.TraceDat(1, [S.USER_UNWIND_COOKIE, S.USER_UNWIND_STACK], [S.GETPPID], S.COMMS)
+    stack = dict(cookie=S.C1, stack=[0x1139], inodes=[0], dev=[0])
+    td.event(0, S.T0, S.GETPPID, S.W, __syscall_nr=110)
+    td.event(0, S.T0, S.USER_UNWIND_COOKIE, S.W, cookie=S.C1)
+    td.event(0, S.T0 + 10, S.USER_UNWIND_STACK, S.W, **stack)
+    td.event(0, S.T0 + 20, S.GETPPID, S.W, __syscall_nr=110)
+    td.event(0, S.T0 + 20, S.USER_UNWIND_COOKIE, S.W, cookie=S.C1)
+    td.event(0, S.T0 + 30, S.USER_UNWIND_STACK, S.W, **stack)
+    rep, out = feed(td.write(tmp_path / "after.dat"))
+    assert [(s.outcome, s.after_stack) for s in out] == [(STITCHED, False), (STITCHED, True)]
+    assert (rep.stitched_after_stack, rep.duplicate_deferred, rep.orphan_deferred) == (1, 1, 0)
