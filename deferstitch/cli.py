@@ -32,6 +32,7 @@ from .perfdata.feed import PerfFeed
 from .perfdata.reader import PerfData
 from .perfdata.writer import PIPE_ONLY
 from .stitcher import DEFAULT_MAX_PENDING
+from .tracecmd.cli import register as register_trace
 
 
 class _Null:
@@ -262,7 +263,7 @@ def build_parser():
     sp.add_argument("-o", "--output", help="output file (default: stdout)")
     sp.add_argument("--weight", choices=("samples", "period"), default="samples",
                     help="speedscope weights (pprof carries both)")
-    __import__("deferstitch.tracecmd.cli", fromlist=["register"]).register(sub)   # trace.dat side
+    register_trace(sub)      # deferstitch trace ...: the trace.dat side
     return p
 
 

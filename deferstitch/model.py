@@ -21,7 +21,9 @@ REASONS = (DEFERRED_LOST, DEFERRED_LOST_AFTER_LOST, TASK_EXITED, STREAM_ENDED, E
 class Sample:
     """One sample: where and when, the kernel part of its chain, and its cookie (None if the
     chain was not deferred). ``ref`` is the front end's own handle (a perf record, an event).
-    The stitcher fills ``outcome``, ``reason``, ``user`` (the user frames) and ``after_stack``."""
+    The stitcher fills ``outcome``, ``reason``, ``user`` (the user frames) and ``after_stack``;
+    for a sample that was never deferred it leaves ``user`` as the front end set it (e.g. the
+    user frames of a synchronous ftrace user_stack)."""
 
     __slots__ = ("tid", "pid", "cpu", "time", "kernel", "cookie", "ref", "comm",
                  "outcome", "reason", "user", "after_stack", "lost_seq")

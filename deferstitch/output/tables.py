@@ -39,7 +39,7 @@ def render(rep, title=None):
                       ["  serving no sample (orphan)", rep.orphan_deferred],
                       ["  duplicates of a cookie", rep.duplicate_deferred],
                       ["  context markers dropped inside", rep.dropped_frames],
-                      ["lost records (LOST, LOST_SAMPLES)", rep.lost_records],
+                      ["lost-data notices (perf LOST/LOST_SAMPLES, ftrace missed events)", rep.lost_records],
                       ["  events they say were lost", rep.lost_events],
                       ["most samples pending at once", rep.max_pending]], ["deferred records", "count"]))
     keys = [STITCHED, PASSED] + sorted({k for _c, cnt in rep.by_thread.values() for k in cnt}
