@@ -22,6 +22,7 @@ from .header import HEADER_SIZE, PIPE_HEADER_SIZE, endian_of, parse_header
 
 CHUNK = 1 << 20
 MAX_HEAD = 64 << 20       # attrs + ids before the data section: far more than any real file has
+MAX_READ = 64 << 20       # one read() at most, whatever length a record claims
 
 
 class Record:
@@ -51,6 +52,12 @@ class _Stream:
             self.seekable = f.seekable()
         except (AttributeError, OSError):
             self.seekable = False
+        self.size = None             # known for a regular file: offsets past it are damage
+        if self.seekable:
+            try:
+                self.size = os.fstat(f.fileno()).st_size
+            except (AttributeError, OSError, io.UnsupportedOperation):
+                pass
 
     @property
     def pos(self):
@@ -62,9 +69,9 @@ class _Stream:
         if have >= n:
             return True
         parts = [self.buf[self.bpos:]]
-        want = max(n - have, CHUNK)
         while have < n:
-            chunk = self.f.read(want)
+            # bounded reads: a damaged length must not become one huge allocation
+            chunk = self.f.read(min(max(n - have, CHUNK), MAX_READ))
             if not chunk:
                 break
             parts.append(chunk)
@@ -75,14 +82,26 @@ class _Stream:
 
     def read(self, n, what):
         at = self.pos
-        if not self.fill(n):
+        if self.size is not None and at + n > self.size:     # known too short: do not read it
+            left = max(self.size - at, 0)
+        elif not self.fill(n):
+            left = len(self.buf) - self.bpos
+        else:
+            left = None
+        if left is not None:
             raise FormatError(self.path, at, "truncated %s: need %d bytes, file ends after %d"
-                              % (what, n, len(self.buf) - self.bpos))
+                              % (what, n, left))
         out = self.buf[self.bpos:self.bpos + n]
         self.bpos += n
         return out
 
+    def _past_end(self, offset, what):
+        if self.size is not None and offset > self.size:
+            raise FormatError(self.path, offset, "%s lies past the end of the file (%d bytes)"
+                              % (what, self.size))
+
     def goto(self, offset, what):
+        self._past_end(offset, what)
         if offset >= self.pos:
             self.skip(offset - self.pos, what)
         elif self.seekable:
@@ -98,6 +117,7 @@ class _Stream:
             return
         if self.seekable:
             target = self.pos + n
+            self._past_end(target, what)
             self.f.seek(target)
             self.buf, self.bpos, self.base = b"", 0, target
             return
@@ -269,7 +289,11 @@ class PerfData:
             data = s.read(size, "record %s of %d bytes" % (C.record_name(rtype), size))
             extra = b""
             if rtype == C.PERF_RECORD_AUXTRACE and size >= 16:
-                extra = s.read(struct.unpack_from(e + "Q", data, 8)[0], "AUXTRACE payload")
+                n = struct.unpack_from(e + "Q", data, 8)[0]
+                if end is not None and at + size + n > end:
+                    raise FormatError(path, at, "AUXTRACE payload of %d bytes runs past the data "
+                                      "section end %#x" % (n, end))
+                extra = s.read(n, "AUXTRACE payload")
             elif rtype == C.PERF_RECORD_HEADER_TRACING_DATA and size >= 12:
                 n = struct.unpack_from(e + "I", data, 8)[0]
                 extra = s.read((n + 7) & ~7, "tracing data")

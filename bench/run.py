@@ -1,0 +1,290 @@
+"""deferstitch against perf 7.x on the same files: time, records/s, MB/s, peak RSS.
+
+Usage:
+    python3 bench/run.py                  # real captures, c_per_task x1/x10/x100, 10 000 threads
+    python3 bench/run.py --quick          # c_per_task x1/x10, 10 000 threads x 2 rounds (~1 min)
+    python3 bench/run.py --json out.json  # also where the JSON goes (default: CACHE/results.json)
+    DEFERSTITCH_BENCH_DIR=/big/disk python3 bench/run.py   # cache dir (default ~/.cache/deferstitch-bench)
+
+Inputs are built once with our writer (bench/build.py) into the cache dir, outside the checkout,
+and reused while bench/build.py is unchanged. Every command runs as a child process from that
+directory (sid-perf only sees the current directory), stdout to /dev/null, its wall time taken
+around the child and its peak RSS from wait4() (ru_maxrss: the largest process of the child's
+tree, so sid-perf's chroot wrapper does not hide perf). Times are the best of --repeat runs
+(default 1); the page cache is warmed by `cat` first, so `cat` is the I/O floor.
+
+    deferstitch stitch F -o out.data   deferstitch folded F   deferstitch report F --json
+    perf script -i F (merged)          perf script -F tid,time,ip -i F      perf inject -i F -o inj.data
+
+perf 7.x is ../shared/rig/sid-perf (DEFERSTITCH_SHARED elsewhere); without it (or not root)
+only our side and cat are measured. Nothing here asserts a time.
+"""
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import build                                           # noqa: E402
+from deferstitch.abi import consts as C                # noqa: E402
+from deferstitch.perfdata.reader import PerfData       # noqa: E402
+
+SHARED = Path(os.environ.get("DEFERSTITCH_SHARED", ROOT.parent / "shared"))
+CAPTURES = SHARED / "captures"
+SID_PERF = SHARED / "rig" / "sid-perf"
+TIME = shutil.which("time", path="/usr/bin:/bin") or "/usr/bin/time"
+CACHE = Path(os.environ.get("DEFERSTITCH_BENCH_DIR", Path.home() / ".cache" / "deferstitch-bench"))
+REAL = ["a_per_task", "b_per_task", "c_per_task", "syswide", "lost_per_task", "pipe", "compressed",
+        "two_events_cpu_task", "baseline_fp_nodefer"]
+FILES = {"syswide": "syswide.data", "lost_per_task": "lost.data", "pipe": "pipe.data",
+         "compressed": "compressed.data", "two_events_cpu_task": "two.data"}
+
+
+def tools(have_perf):
+    py = [sys.executable, "-m", "deferstitch"]
+    out = [("cat", lambda f: ["cat", f]),
+           ("ds stitch", lambda f: py + ["stitch", f, "-q", "-o", "bench-out.data"]),
+           ("ds folded", lambda f: py + ["folded", f, "-q", "-o", os.devnull]),
+           ("ds report", lambda f: py + ["report", f, "-q", "--json"])]
+    if have_perf:
+        sp = str(SID_PERF)
+        out += [("perf script", lambda f: [sp, "script", "-i", f]),
+                ("perf script -F tid,time,ip", lambda f: [sp, "script", "-F", "tid,time,ip", "-i", f]),
+                ("perf inject", lambda f: [sp, "inject", "-i", f, "-o", "bench-inj.data"])]
+    return out
+
+
+def measure(argv, cwd, timeout):
+    """(seconds, peak RSS KiB, status) of one child run, through /usr/bin/time -f %M.
+
+    GNU time's %M is its child's ru_maxrss from wait4(): the largest process of the child's
+    tree, so sid-perf's chroot wrapper does not hide perf. (wait4 on our own child would count
+    the forked Python parent's pages before exec.)"""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    rss_file = os.path.join(cwd, "bench-rss.txt")
+    errf = open(os.path.join(cwd, "bench-stderr.txt"), "w+b")
+    t0 = time.perf_counter()
+    p = subprocess.Popen([TIME, "-f", "%M", "-o", rss_file] + argv, cwd=cwd,
+                         stdout=subprocess.DEVNULL, stderr=errf, env=env)
+    try:
+        p.wait(timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        return None, None, "timeout"
+    dt = time.perf_counter() - t0
+    try:
+        rss = int(open(rss_file).read().split()[-1])
+    except (OSError, ValueError, IndexError):
+        rss = None
+    if p.returncode != 0:
+        errf.seek(0)
+        last = errf.read().decode(errors="replace").strip().splitlines()[-1:]
+        return dt, rss, "rc=%d %s" % (p.returncode, last[0] if last else "")
+    return dt, rss, "ok"
+
+
+def count_records(path):
+    """(records, samples) as our reader sees them (COMPRESSED contents counted, not containers)."""
+    n = samples = 0
+    with PerfData.open(str(path)) as perf:
+        for rec in perf.records():
+            if rec.type in (C.PERF_RECORD_COMPRESSED, C.PERF_RECORD_COMPRESSED2):
+                continue
+            n += 1
+            samples += rec.type == C.PERF_RECORD_SAMPLE
+    return n, samples
+
+
+def prepare(quick):
+    """[(label, file name in CACHE, group)], building what the cache lacks."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    stamp = hashlib.sha1(Path(build.__file__).read_bytes()).hexdigest()[:10]
+    meta_path = CACHE / "inputs.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    if meta.get("stamp") != stamp:
+        meta = {"stamp": stamp, "files": {}}
+    inputs = []
+    c_src = CAPTURES / "c_per_task" / "per-task.data"
+    if not c_src.exists():
+        raise SystemExit("bench: %s not found (set DEFERSTITCH_SHARED)" % c_src)
+    real = ["c_per_task"] if quick else REAL
+    for sc in real:
+        src = CAPTURES / sc / FILES.get(sc, "per-task.data")
+        name = "real-%s.data" % sc
+        if not (CACHE / name).exists() or (CACHE / name).stat().st_size != src.stat().st_size:
+            shutil.copy(src, CACHE / name)
+        inputs.append(("%s x1" % sc, name, "real"))
+    for k in ((10,) if quick else (10, 100)):
+        name = "c_per_task-x%d.data" % k
+        if name not in meta["files"] or not (CACHE / name).exists():
+            t0 = time.perf_counter()
+            print("bench: building %s ..." % name, file=sys.stderr, flush=True)
+            build.replicate(c_src, k, CACHE / name)
+            print("bench: built %s in %.1f s" % (name, time.perf_counter() - t0), file=sys.stderr)
+            meta["files"][name] = None
+        inputs.append(("c_per_task x%d" % k, name, "scale"))
+    rounds = 2 if quick else 10
+    name = "threads-10000x%d.data" % rounds
+    if name not in meta["files"] or not (CACHE / name).exists():
+        build.threads(10000, rounds, CACHE / name)
+        meta["files"][name] = None
+    inputs.append(("10000 threads pending x%d rounds" % rounds, name, "threads"))
+    for _label, name, _g in inputs:
+        if not meta["files"].get(name) or meta["files"][name][2] != (CACHE / name).stat().st_size:
+            meta["files"][name] = list(count_records(CACHE / name)) + [(CACHE / name).stat().st_size]
+    meta_path.write_text(json.dumps(meta, indent=1))
+    return [(label, name, g, meta["files"][name]) for label, name, g in inputs]
+
+
+def have_sid_perf():
+    if not SID_PERF.exists() or os.geteuid() != 0:
+        return False
+    try:
+        return subprocess.run([str(SID_PERF), "version"], capture_output=True, timeout=300).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def fmt_table(rows, head):
+    w = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+    line = lambda r: "  ".join(str(c).rjust(w[i]) if i > 1 else str(c).ljust(w[i]) for i, c in enumerate(r))
+    return "\n".join([line(head), "  ".join("-" * x for x in w)] + [line(r) for r in rows])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small inputs, about a minute")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per measurement, best kept")
+    ap.add_argument("--json", help="write results here too (default: CACHE/results.json)")
+    ap.add_argument("--no-perf", action="store_true", help="measure deferstitch and cat only")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per run at most")
+    args = ap.parse_args(argv)
+
+    have_perf = not args.no_perf and have_sid_perf()
+    inputs = prepare(args.quick)
+    results = []
+    for label, name, group, (nrec, nsamp, size) in inputs:
+        subprocess.run(["cat", name], cwd=CACHE, stdout=subprocess.DEVNULL)     # warm the cache
+        for tool, mk in tools(have_perf):
+            best = None
+            for _ in range(args.repeat):
+                dt, rss, status = measure(mk(name), str(CACHE), args.timeout)
+                if status != "ok":
+                    best = (dt, rss, status)
+                    break
+                if best is None or dt < best[0]:
+                    best = (dt, rss, status)
+            dt, rss, status = best
+            r = {"input": label, "file": name, "group": group, "tool": tool, "records": nrec,
+                 "samples": nsamp, "bytes": size, "seconds": dt, "peak_rss_kib": rss, "status": status,
+                 "records_per_s": nrec / dt if dt else None, "mb_per_s": size / 1e6 / dt if dt else None}
+            results.append(r)
+            print("bench: %-34s %-28s %8s s  %s" % (label, tool, "%.2f" % dt if dt else "-", status),
+                  file=sys.stderr, flush=True)
+    by = {(r["input"], r["tool"]): r for r in results}
+    for r in results:
+        ps = by.get((r["input"], "perf script"))
+        r["vs_perf_script"] = (ps["seconds"] / r["seconds"]) if ps and ps["seconds"] and r["seconds"] else None
+    rows = []
+    for r in results:
+        rows.append([r["input"], r["tool"], "%.2f" % r["seconds"] if r["seconds"] else r["status"],
+                     "%.0f" % (r["records_per_s"] / 1e3) if r["records_per_s"] else "-",
+                     "%.1f" % r["mb_per_s"] if r["mb_per_s"] else "-",
+                     "%.0f" % (r["peak_rss_kib"] / 1024) if r["peak_rss_kib"] else "-",
+                     "%.2f" % r["vs_perf_script"] if r["vs_perf_script"] else "-",
+                     "" if r["status"] == "ok" else r["status"][:40]])
+    print(fmt_table(rows, ["input", "tool", "s", "k rec/s", "MB/s", "RSS MB", "perf script s / s", "note"]))
+
+    # Memory across sizes: c_per_task x1, x10, x100 (the same program, more of it).
+    scale = [l for l, _n, g, _m in inputs if l.startswith("c_per_task x")]
+    mem = []
+    for tool, _mk in tools(have_perf):
+        cells = [by[(l, tool)]["peak_rss_kib"] for l in scale if (l, tool) in by]
+        if cells and all(cells):
+            mem.append([tool, ""] + ["%.0f" % (c / 1024) for c in cells]
+                       + ["%.2f" % (cells[-1] / cells[0])])
+    print()
+    print(fmt_table(mem, ["peak RSS MB", ""] + scale + ["last / x1"]))
+    summary = targets(by, scale, inputs)
+    print()
+    for line in summary:
+        print(line)
+    doc = {"host": {"python": sys.version.split()[0], "machine": platform.machine(),
+                    "cpus": os.cpu_count(), "kernel": platform.release(),
+                    "cpu": _cpu_model()},
+           "perf": _perf_version() if have_perf else None, "quick": args.quick,
+           "results": results, "targets": summary}
+    out = Path(args.json) if args.json else CACHE / "results.json"
+    out.write_text(json.dumps(doc, indent=1))
+    print("\nbench: JSON in %s" % out)
+    for junk in ("bench-out.data", "bench-inj.data", "bench-stderr.txt", "bench-rss.txt"):
+        try:
+            (CACHE / junk).unlink()
+        except OSError:
+            pass
+    return 0
+
+
+def targets(by, scale, inputs):
+    """The issue's targets, as measured (said, not asserted)."""
+    out = []
+    big = scale[-1] if scale else None
+
+    def ratio(inp, a, b):
+        ra, rb = by.get((inp, a)), by.get((inp, b))
+        if ra and rb and ra["seconds"] and rb["seconds"]:
+            return rb["seconds"] / ra["seconds"]
+        return None
+    if big:
+        x = ratio(big, "ds folded", "perf script")
+        if x is not None:
+            out.append("target folded >= 2x faster than perf script (%s): %.2fx" % (big, x))
+        st = by.get((big, "ds stitch"))
+        if st and st["records_per_s"]:
+            out.append("target stitch >= 1M records/s (%s): %.0f k records/s" % (big, st["records_per_s"] / 1e3))
+        for tool in ("ds stitch", "ds folded", "ds report"):
+            a, b = by.get((scale[0], tool)), by.get((big, tool))
+            if a and b and a["peak_rss_kib"] and b["peak_rss_kib"]:
+                out.append("target flat RSS %s: %s %.0f MB -> %s %.0f MB (x%.2f)" % (
+                    tool, scale[0], a["peak_rss_kib"] / 1024, big, b["peak_rss_kib"] / 1024,
+                    b["peak_rss_kib"] / a["peak_rss_kib"]))
+    th = [l for l, _n, g, _m in inputs if g == "threads"]
+    for inp in th:
+        for tool in ("ds report", "ds stitch"):
+            x = ratio(inp, tool, "perf script")
+            if x is not None:
+                out.append("target 10000 pending >= 10x faster than perf's merge (%s vs perf script): %.2fx"
+                           % (tool, x))
+    return out
+
+
+def _cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _perf_version():
+    try:
+        return subprocess.run([str(SID_PERF), "version"], capture_output=True, text=True,
+                              timeout=120).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
