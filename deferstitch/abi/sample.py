@@ -26,6 +26,11 @@ import struct
 from . import consts as C
 
 
+# Callchain decoders by length, shared by every layout of one endianness (at most one per
+# distinct nr: nr is bounded by the 64 KiB record size).
+_CHAINS = {}
+
+
 def _popcount(x):
     return bin(x).count("1")
 
@@ -42,6 +47,11 @@ class PerfSample:
         self.id = self.stream_id = self.cpu = self.period = self.read = self.raw = None
         self.callchain = None
         self.callchain_offset = self.callchain_end = None
+
+
+_FIXED_AND_CHAIN = (C.PERF_SAMPLE_IDENTIFIER | C.PERF_SAMPLE_IP | C.PERF_SAMPLE_TID | C.PERF_SAMPLE_TIME
+                    | C.PERF_SAMPLE_ADDR | C.PERF_SAMPLE_ID | C.PERF_SAMPLE_STREAM_ID | C.PERF_SAMPLE_CPU
+                    | C.PERF_SAMPLE_PERIOD | C.PERF_SAMPLE_READ | C.PERF_SAMPLE_CALLCHAIN)
 
 
 class SampleLayout:
@@ -106,6 +116,7 @@ class SampleLayout:
         self.trailer_time_from_end = self._trailer_from_end("time")
         self.trailer_tid_from_end = self._trailer_from_end("pid")
         self.trailer_id_from_end = self._trailer_from_end("identifier") or self._trailer_from_end("id")
+        self._parse = self._compile()
 
     @staticmethod
     def _slot_offset(names, name):
@@ -139,6 +150,55 @@ class SampleLayout:
 
     def parse(self, data, where=None):
         """Decode a whole PERF_RECORD_SAMPLE; raise ValueError when the fields overrun the record."""
+        return self._parse(data)
+
+    def _compile(self):
+        """parse() specialised to this layout: the fixed prefix unpacked straight into the slots,
+        the callchain through a cached Struct per length. The hot path of every command; a
+        layout with PERF_SAMPLE_READ uses the generic walk (same results, same errors)."""
+        st = self.sample_type
+        if st & C.PERF_SAMPLE_READ:
+            return self._parse_generic
+        names = [n for n in self.prefix_names]
+        targets = ", ".join(("s." + n) if n else "_" for n in names)
+        src = ["def parse(data, where=None):",
+               "    size = len(data)",
+               "    if %d > size:" % self.prefix_end,
+               "        raise ValueError('sample of %%d bytes is shorter than its fixed fields (%d)' %% size)"
+               % self.prefix_end,
+               "    s = new(PerfSample)"]
+        for slot in PerfSample.__slots__:
+            if slot not in names:
+                src.append("    s.%s = None" % slot)
+        if names:
+            src.append("    %s, = unpack_prefix(data, 8)" % targets)
+        src.append("    off = %d" % self.prefix_end)
+        if st & C.PERF_SAMPLE_CALLCHAIN:
+            src += ["    if off + 8 > size:",
+                    "        raise ValueError('callchain nr overruns the sample')",
+                    "    nr = u64(data, off)[0]",
+                    "    if nr > (size - off - 8) // 8:",
+                    "        raise ValueError('callchain nr=%d exceeds record size %d' % (nr, size))",
+                    "    s.callchain_offset = off",
+                    "    chain = chains.get(nr)",
+                    "    if chain is None:",
+                    "        chain = chains[nr] = Struct(endian + '%dQ' % nr).unpack_from",
+                    "    s.callchain = chain(data, off + 8)",
+                    "    off += 8 + 8 * nr",
+                    "    s.callchain_end = off"]
+        if st & ~_FIXED_AND_CHAIN:
+            src.append("    off = skip_tail(data, off, s)")
+        src += ["    if off > size:",
+                "        raise ValueError('sample fields end at %d, past the record size %d' % (off, size))",
+                "    return s"]
+        env = {"new": object.__new__, "PerfSample": PerfSample, "unpack_prefix": self.prefix.unpack_from,
+               "u64": self.u64.unpack_from, "chains": _CHAINS.setdefault(self.endian, {}),
+               "Struct": struct.Struct, "endian": self.endian, "skip_tail": self._skip_tail}
+        exec(compile("\n".join(src), "<SampleLayout.parse %#x>" % st, "exec"), env)
+        return env["parse"]
+
+    def _parse_generic(self, data, where=None):
+        """parse() for every layout (the compiled one covers the common ones)."""
         s = PerfSample()
         size = len(data)
         if self.prefix_end > size:

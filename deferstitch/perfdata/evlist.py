@@ -104,10 +104,14 @@ class Evlist:
         t = rec.type
         if t >= C.PERF_RECORD_USER_TYPE_START or not self.entries:
             return None
-        if t == C.PERF_RECORD_SAMPLE:
-            ent = self.for_sample(rec.data)
-            if ent is None or ent.layout.time_offset is None or len(rec.data) < ent.layout.time_offset + 8:
+        if t == C.PERF_RECORD_SAMPLE:       # (the sorter asks this of every record: kept short)
+            data = rec.data
+            ent = self.entries[0] if self._sample_id_at is None else self.for_sample(data)
+            if ent is None:
                 return None
-            return self._u64.unpack_from(rec.data, ent.layout.time_offset)[0]
+            off = ent.layout.time_offset
+            if off is None or len(data) < off + 8:
+                return None
+            return self._u64.unpack_from(data, off)[0]
         ent = self.for_trailer(rec.data)
         return ent.layout.time_of_trailer(rec.data)

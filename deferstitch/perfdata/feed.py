@@ -132,7 +132,10 @@ class PerfFeed:
             raise ValueError("sample id not found in any attr")
         p = ent.layout.parse(rec.data)
         chain = p.callchain or ()
-        kernel, cookie = split_chain(chain)
+        if len(chain) >= 2 and chain[-2] == _DEFERRED:      # split_chain(), inlined: hot path
+            kernel, cookie = chain[:-2], chain[-1]
+        else:
+            kernel, cookie = chain, None
         s = Sample(p.tid, p.pid, p.cpu, p.time, kernel, cookie, SampleRef(rec, p, ent),
                    self.comms.get(p.tid))
         self.fifo.append(s)

@@ -25,6 +25,11 @@ MAX_HEAD = 64 << 20       # attrs + ids before the data section: far more than a
 MAX_READ = 64 << 20       # one read() at most, whatever length a record claims
 
 
+# Record types that carry metadata (PerfData._note reads them as they pass).
+_NOTE_TYPES = frozenset((C.PERF_RECORD_HEADER_ATTR, C.PERF_RECORD_ID_INDEX,
+                         C.PERF_RECORD_HEADER_FEATURE, C.PERF_RECORD_EVENT_UPDATE))
+
+
 class Record:
     """One record: its type, misc, bytes (header included) and the file offset it came from.
 
@@ -266,12 +271,34 @@ class PerfData:
     def records(self):
         """Every record in file order; COMPRESSED containers are yielded, then their contents."""
         s, e, path = self._s, self.endian, self.path
-        hdr = struct.Struct(e + "IHH")
+        unpack_hdr = struct.Struct(e + "IHH").unpack_from
         s.goto(self.data_start, "data section")
         end = self.data_end
         decomp = None
-        while end is None or s.pos < end:
-            at = s.pos
+        note_types = _NOTE_TYPES
+        containers = (C.PERF_RECORD_COMPRESSED, C.PERF_RECORD_COMPRESSED2)
+        extra_types = (C.PERF_RECORD_AUXTRACE, C.PERF_RECORD_HEADER_TRACING_DATA)
+        note = self._note
+        while True:
+            # The fast path: the whole record is in the buffer (checks as in the slow path).
+            buf, bpos = s.buf, s.bpos
+            at = s.base + bpos
+            if end is not None and at >= end:
+                break
+            if len(buf) - bpos >= 8 and (end is None or end - at >= 8):
+                rtype, misc, size = unpack_hdr(buf, bpos)
+                if 8 <= size <= len(buf) - bpos and (end is None or at + size <= end) \
+                        and rtype not in extra_types:
+                    s.bpos = bpos + size
+                    rec = Record(rtype, misc, buf[bpos:bpos + size], at)
+                    if rtype in note_types:
+                        note(rec)
+                    yield rec
+                    if rtype in containers:
+                        if decomp is None:
+                            decomp = _Decompressor(path)
+                        yield from decomp.feed(self, rec)
+                    continue
             if end is not None and end - at < 8:
                 raise FormatError(path, at, "data section ends inside a record header")
             if not s.fill(8):
@@ -279,7 +306,7 @@ class PerfData:
                 if end is None and left == 0:
                     break                       # a pipe ends where its last record ends
                 raise FormatError(path, at, "truncated record header (%d bytes left)" % left)
-            rtype, misc, size = hdr.unpack_from(s.buf, s.bpos)
+            rtype, misc, size = unpack_hdr(s.buf, s.bpos)
             if size < 8:
                 raise FormatError(path, at, "record size %d (type %s) is smaller than its header"
                                   % (size, C.record_name(rtype)))
@@ -298,9 +325,10 @@ class PerfData:
                 n = struct.unpack_from(e + "I", data, 8)[0]
                 extra = s.read((n + 7) & ~7, "tracing data")
             rec = Record(rtype, misc, data, at, extra)
-            self._note(rec)
+            if rtype in note_types:
+                note(rec)
             yield rec
-            if rtype in (C.PERF_RECORD_COMPRESSED, C.PERF_RECORD_COMPRESSED2):
+            if rtype in containers:
                 if decomp is None:
                     decomp = _Decompressor(path)
                 yield from decomp.feed(self, rec)
