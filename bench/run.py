@@ -25,8 +25,10 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -75,13 +77,15 @@ def measure(argv, cwd, timeout):
     t0 = time.perf_counter()
     p = subprocess.Popen([TIME, "-f", "%M", "-o", rss_file] + argv, cwd=cwd,
                          stdout=subprocess.DEVNULL, stderr=errf, env=env)
-    try:
-        p.wait(timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        return None, None, "timeout"
+    # wait() without a timeout blocks in waitpid (Popen.wait(timeout) polls every 50 ms, too
+    # coarse for the small captures); a timer kills a run that takes too long
+    killer = threading.Timer(timeout, p.kill)
+    killer.start()
+    p.wait()
     dt = time.perf_counter() - t0
+    killer.cancel()
+    if p.returncode == -signal.SIGKILL and dt >= timeout:
+        return None, None, "timeout"
     try:
         rss = int(open(rss_file).read().split()[-1])
     except (OSError, ValueError, IndexError):
