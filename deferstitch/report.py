@@ -17,8 +17,9 @@ class StitchReport:
         self.dropped_frames = 0
         self.lost_records = self.lost_events = 0
         self.max_pending = 0
-        self.by_thread = {}     # tid -> [comm, Counter(outcome or reason)]
-        self.by_cpu = {}        # cpu -> Counter
+        self._cells = {}        # (tid, cpu, outcome or reason) -> samples: one lookup a sample
+        self._comms = {}        # tid -> comm
+        self._by_thread = self._by_cpu = None   # views, built from _cells when asked
         self.first_unmatched = []   # (time, tid, cookie, reason)
         self.orphans = []           # (time, tid, cookie)
         self.extra = {}             # front-end counters (records by type, unordered, ...)
@@ -36,16 +37,35 @@ class StitchReport:
             self.unmatched[s.reason] += 1
             if len(self.first_unmatched) < KEEP_FIRST:
                 self.first_unmatched.append((s.time, s.tid, s.cookie, s.reason))
-        th = self.by_thread.get(s.tid)
-        if th is None:
-            th = self.by_thread[s.tid] = [s.comm, Counter()]
-        elif s.comm:
-            th[0] = s.comm
-        th[1][key] += 1
-        c = self.by_cpu.get(s.cpu)
-        if c is None:
-            c = self.by_cpu[s.cpu] = Counter()
-        c[key] += 1
+        cell = (s.tid, s.cpu, key)
+        cells = self._cells
+        cells[cell] = cells.get(cell, 0) + 1
+        if s.comm:
+            self._comms[s.tid] = s.comm
+        self._by_thread = self._by_cpu = None
+
+    @property
+    def by_thread(self):
+        """tid -> [comm, Counter(outcome or reason)]"""
+        if self._by_thread is None:
+            out = {}
+            for (tid, _cpu, key), n in self._cells.items():
+                th = out.get(tid)
+                if th is None:
+                    th = out[tid] = [self._comms.get(tid), Counter()]
+                th[1][key] += n
+            self._by_thread = out
+        return self._by_thread
+
+    @property
+    def by_cpu(self):
+        """cpu -> Counter(outcome or reason)"""
+        if self._by_cpu is None:
+            out = {}
+            for (_tid, cpu, key), n in self._cells.items():
+                out.setdefault(cpu, Counter())[key] += n
+            self._by_cpu = out
+        return self._by_cpu
 
     def orphan(self, time, tid, cookie):
         self.orphan_deferred += 1
@@ -90,12 +110,13 @@ class StitchReport:
         r.unmatched = Counter(d.get("unmatched", {}))
         r.first_unmatched = [(u["time"], u["tid"], u["cookie"], u["reason"]) for u in d.get("first_unmatched", [])]
         r.orphans = [(o["time"], o["tid"], o["cookie"]) for o in d.get("orphans", [])]
+        r._by_thread, r._by_cpu = {}, {}       # a saved report: its views are all there is
         for tid, v in d.get("by_thread", {}).items():
             v = dict(v)
             comm = v.pop("comm", None)
-            r.by_thread[int(tid)] = [comm, Counter(v)]
+            r._by_thread[int(tid)] = [comm, Counter(v)]
         for cpu, v in d.get("by_cpu", {}).items():
-            r.by_cpu[None if cpu == "None" else int(cpu)] = Counter(v)
+            r._by_cpu[None if cpu == "None" else int(cpu)] = Counter(v)
         known = set(cls().to_json())
         r.extra = {k: v for k, v in d.items() if k not in known}
         return r

@@ -11,7 +11,11 @@ from .frames import UNKNOWN, name_frames, sample_period
 def frame_name(sym, dso):
     if sym is not None:
         return sym
-    return "[%s]" % os.path.basename(dso.strip("[]")) if dso != UNKNOWN else UNKNOWN
+    return _dso_names.get(dso) or _dso_names.setdefault(
+        dso, "[%s]" % os.path.basename(dso.strip("[]")) if dso != UNKNOWN else UNKNOWN)
+
+
+_dso_names = {}      # dso -> "[basename]": few dsos, many frames
 
 
 class Folded:

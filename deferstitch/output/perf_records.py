@@ -47,6 +47,7 @@ class PerfContext:
                 if name.startswith("[kernel.kallsyms]"):
                     if self.resolver.kallsyms is not None:
                         self.resolver.kallsyms.relocate(m.pgoff)   # pgoff = the recorded _text
+                        self.resolver.invalidate()
                 self.maps.add(m.pid, m.addr, m.len, m.pgoff, name, m.build_id)
             elif t == C.PERF_RECORD_COMM:
                 c = R.parse_comm(rec.data, e, body_end, rec.misc)
@@ -61,6 +62,7 @@ class PerfContext:
             elif t == C.PERF_RECORD_KSYMBOL:
                 k = R.parse_ksymbol(rec.data, e, body_end)
                 self.resolver.ksymbols.append((k.addr, k.addr + k.len, k.name))
+                self.resolver.invalidate()
         except ValueError:
             pass        # a damaged side-band record only costs names, never samples
 

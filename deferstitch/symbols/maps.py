@@ -23,8 +23,10 @@ class Map:
 class Maps:
     def __init__(self):
         self.by_pid = {}      # pid -> (starts list, maps list), sorted by start
+        self.generation = 0   # bumped on every change: lets callers cache lookups
 
     def add(self, pid, start, length, pgoff, path, build_id=None):
+        self.generation += 1
         starts, maps = self.by_pid.setdefault(pid, ([], []))
         new = Map(start, length, pgoff, path, build_id)
         # A new mapping replaces whatever it overlaps (mmap over an old range).
@@ -40,14 +42,17 @@ class Maps:
         maps.insert(k, new)
 
     def fork(self, ppid, pid):
+        self.generation += 1
         if pid != ppid and ppid in self.by_pid:
             s, m = self.by_pid[ppid]
             self.by_pid[pid] = (list(s), list(m))
 
     def exec_(self, pid):
+        self.generation += 1
         self.by_pid.pop(pid, None)
 
     def exit(self, pid):
+        self.generation += 1
         self.by_pid.pop(pid, None)
 
     def find(self, pid, addr):

@@ -25,6 +25,8 @@ class Resolver:
         self.ksymbols = []       # (start, end, name) from KSYMBOL records
         self._elves = {}         # (path, build id) -> ElfSymbols or None
         self._cache = {}         # (path, build id, file offset) -> (sym, off)
+        self._frames = {}        # (pid, ip) -> (sym, off, dso) while the maps do not change
+        self._generation = None
         self.refused = {}        # path -> why no symbols (build id mismatch, not found, ...)
 
     # -- finding binaries ----------------------------------------------------------------------
@@ -61,8 +63,22 @@ class Resolver:
         return found
 
     # -- frames --------------------------------------------------------------------------------
+    def invalidate(self):
+        """Forget per-address answers (kernel symbols or maps changed)."""
+        self._frames = {}
+
     def frame(self, pid, ip):
         """(sym or None, offset, dso) for an ip of process ``pid``."""
+        if self._generation != self.maps.generation or len(self._frames) > 1 << 20:
+            self._frames = {}
+            self._generation = self.maps.generation
+        key = (-1 if ip >= KERNEL_START else pid, ip)
+        hit = self._frames.get(key)
+        if hit is None:
+            hit = self._frames[key] = self._frame(pid, ip)
+        return hit
+
+    def _frame(self, pid, ip):
         if ip >= KERNEL_START:
             return self._kernel(ip)
         m = self.maps.find(pid, ip)
