@@ -22,7 +22,7 @@ import tempfile
 
 from . import __version__
 from .abi import consts as C
-from .errors import DeferstitchError, FormatError
+from .errors import DeferstitchError, FormatError, UnsupportedError
 from .output.folded import Folded
 from .output.perf_records import PerfContext
 from .output.perf_script import PerfScript
@@ -147,14 +147,21 @@ def cmd_stitch(args):
     out = StitchedFile(f, perf, compat=not args.native)
     err = None
     try:
-        rep = _run(perf, out, args)
-    except FormatError as e:
-        err, rep = e, None
-    if to_stdout:
-        f.seek(0)
-        shutil.copyfileobj(f, sys.stdout.buffer)
-        sys.stdout.buffer.flush()
-    f.close()
+        try:
+            rep = _run(perf, out, args)
+        except FormatError as e:        # damaged input: what was good before it is written
+            err, rep = e, None
+        if to_stdout:
+            f.seek(0)
+            shutil.copyfileobj(f, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+    except UnsupportedError:            # nothing usable was written: leave no half file behind
+        f.close()
+        if not to_stdout:
+            os.unlink(args.output)
+        raise
+    finally:
+        f.close()
     if rep is not None and not args.quiet:
         # containers and pipe-only records live on as their contents / header sections
         dropped = ", ".join("%d %s" % (n, C.record_name(t)) for t, n in sorted(out.writer.dropped.items())

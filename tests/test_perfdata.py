@@ -101,6 +101,7 @@ def test_compat_refuses_a_non_zero_attr_tail(tmp_path):
         rewrite(path, tmp_path / "c.data", compat=True)
     r = run_cli("stitch", path, "-o", tmp_path / "c2.data")
     assert r.returncode == 2 and r.stderr.count(b"\n") == 1 and b"non-zero" in r.stderr
+    assert not (tmp_path / "c2.data").exists()         # no half-written file left behind
 
 
 def test_unknown_record_type_and_feature_pass_through(tmp_path):

@@ -58,6 +58,15 @@ def test_memory_is_two_rounds():
     assert st.max_queued <= 20 and st.rounds == 100
 
 
+def test_without_rounds_memory_is_capped_by_half_flushes():
+    st = OrderStats()
+    out = [r.offset for r in ordered(recs(*range(1000, 0, -1)) + recs(*range(2000, 3000)),
+                                     lambda r: r.offset, st, max_queued=100)]
+    assert st.forced_flushes > 0 and st.max_queued <= 101
+    assert sorted(out) == list(range(1, 1001)) + list(range(2000, 3000))   # nothing lost
+    assert out[-1000:] == list(range(2000, 3000))       # in order where the input allows
+
+
 class Trickle(io.RawIOBase):
     """A file that returns at most 7 bytes per read, like a slow pipe."""
 

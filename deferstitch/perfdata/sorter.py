@@ -19,6 +19,10 @@ FINISHED_ROUND the queue simply holds everything until the end: a full sort.
 
 Records without a time (perf's own user records, kernel records without sample_id_all) are not
 queued: like perf, we pass them on at once. Equal times keep their file order.
+
+A file without rounds (or with huge ones) would make the queue hold everything; past
+``max_queued`` records the oldest half is flushed, as perf's ordered-events does when it
+reaches its memory limit (OE_FLUSH__HALF), and counted in ``forced_flushes``.
 """
 import heapq
 
@@ -28,13 +32,16 @@ from ..abi import consts as C
 class OrderStats:
     """What the sorter saw: rounds, and records older than an already flushed time."""
 
-    __slots__ = ("rounds", "unordered", "max_queued")
+    __slots__ = ("rounds", "unordered", "max_queued", "forced_flushes")
 
     def __init__(self):
-        self.rounds = self.unordered = self.max_queued = 0
+        self.rounds = self.unordered = self.max_queued = self.forced_flushes = 0
 
 
-def ordered(records, time_of, stats=None):
+DEFAULT_MAX_QUEUED = 2_000_000
+
+
+def ordered(records, time_of, stats=None, max_queued=DEFAULT_MAX_QUEUED):
     """Yield ``records`` in time order under the FINISHED_ROUND rule (see the module docstring).
 
     ``time_of(rec)`` gives a record's timestamp or None. FINISHED_ROUND records themselves are
@@ -69,5 +76,10 @@ def ordered(records, time_of, stats=None):
         seq += 1
         if len(heap) > stats.max_queued:
             stats.max_queued = len(heap)
+        if len(heap) > max_queued:
+            stats.forced_flushes += 1
+            for _ in range(len(heap) // 2):
+                last_flushed = heap[0][0]
+                yield pop(heap)[2]
     while heap:
         yield pop(heap)[2]
