@@ -285,46 +285,18 @@ class PerfData:
             at = s.base + bpos
             if end is not None and at >= end:
                 break
+            rec = None
             if len(buf) - bpos >= 8 and (end is None or end - at >= 8):
                 rtype, misc, size = unpack_hdr(buf, bpos)
                 if 8 <= size <= len(buf) - bpos and (end is None or at + size <= end) \
                         and rtype not in extra_types:
                     s.bpos = bpos + size
                     rec = Record(rtype, misc, buf[bpos:bpos + size], at)
-                    if rtype in note_types:
-                        note(rec)
-                    yield rec
-                    if rtype in containers:
-                        if decomp is None:
-                            decomp = _Decompressor(path)
-                        yield from decomp.feed(self, rec)
-                    continue
-            if end is not None and end - at < 8:
-                raise FormatError(path, at, "data section ends inside a record header")
-            if not s.fill(8):
-                left = len(s.buf) - s.bpos
-                if end is None and left == 0:
+            if rec is None:
+                rec = self._slow_record(s, at, end, unpack_hdr)
+                if rec is None:
                     break                       # a pipe ends where its last record ends
-                raise FormatError(path, at, "truncated record header (%d bytes left)" % left)
-            rtype, misc, size = unpack_hdr(s.buf, s.bpos)
-            if size < 8:
-                raise FormatError(path, at, "record size %d (type %s) is smaller than its header"
-                                  % (size, C.record_name(rtype)))
-            if end is not None and at + size > end:
-                raise FormatError(path, at, "record %s of %d bytes runs past the data section end %#x"
-                                  % (C.record_name(rtype), size, end))
-            data = s.read(size, "record %s of %d bytes" % (C.record_name(rtype), size))
-            extra = b""
-            if rtype == C.PERF_RECORD_AUXTRACE and size >= 16:
-                n = struct.unpack_from(e + "Q", data, 8)[0]
-                if end is not None and at + size + n > end:
-                    raise FormatError(path, at, "AUXTRACE payload of %d bytes runs past the data "
-                                      "section end %#x" % (n, end))
-                extra = s.read(n, "AUXTRACE payload")
-            elif rtype == C.PERF_RECORD_HEADER_TRACING_DATA and size >= 12:
-                n = struct.unpack_from(e + "I", data, 8)[0]
-                extra = s.read((n + 7) & ~7, "tracing data")
-            rec = Record(rtype, misc, data, at, extra)
+                rtype = rec.type
             if rtype in note_types:
                 note(rec)
             yield rec
@@ -339,6 +311,37 @@ class PerfData:
                 self._read_features(self.header)
             except FormatError as err:
                 self.feature_error = err
+
+    def _slow_record(self, s, at, end, unpack_hdr):
+        """One record the careful way: refills, checks every size, reads the payload that
+        follows AUXTRACE and HEADER_TRACING_DATA; None at the clean end of a pipe."""
+        path, e = self.path, self.endian
+        if end is not None and end - at < 8:
+            raise FormatError(path, at, "data section ends inside a record header")
+        if not s.fill(8):
+            left = len(s.buf) - s.bpos
+            if end is None and left == 0:
+                return None
+            raise FormatError(path, at, "truncated record header (%d bytes left)" % left)
+        rtype, misc, size = unpack_hdr(s.buf, s.bpos)
+        if size < 8:
+            raise FormatError(path, at, "record size %d (type %s) is smaller than its header"
+                              % (size, C.record_name(rtype)))
+        if end is not None and at + size > end:
+            raise FormatError(path, at, "record %s of %d bytes runs past the data section end %#x"
+                              % (C.record_name(rtype), size, end))
+        data = s.read(size, "record %s of %d bytes" % (C.record_name(rtype), size))
+        extra = b""
+        if rtype == C.PERF_RECORD_AUXTRACE and size >= 16:
+            n = struct.unpack_from(e + "Q", data, 8)[0]
+            if end is not None and at + size + n > end:
+                raise FormatError(path, at, "AUXTRACE payload of %d bytes runs past the data "
+                                  "section end %#x" % (n, end))
+            extra = s.read(n, "AUXTRACE payload")
+        elif rtype == C.PERF_RECORD_HEADER_TRACING_DATA and size >= 12:
+            n = struct.unpack_from(e + "I", data, 8)[0]
+            extra = s.read((n + 7) & ~7, "tracing data")
+        return Record(rtype, misc, data, at, extra)
 
     def _note(self, rec):
         """Metadata carried by records (pipe mode, and ID_INDEX/EVENT_UPDATE in file mode)."""
