@@ -47,13 +47,18 @@ def need_perf61():
     return perf, out.strip()
 
 
-def need_sid_perf():
-    tool = RIG / "sid-perf"
+def need_rig(name, what):
+    """A script of the rig (sid-perf, sid-run): skipped with the reason when it cannot run."""
+    tool = RIG / name
     if not tool.exists():
-        pytest.skip("perf 7.x rig not found at %s (the shared folder)" % tool)
+        pytest.skip("%s rig not found at %s (the shared folder)" % (what, tool))
     if os.geteuid() != 0:
-        pytest.skip("the perf 7.x rig (sid-perf) needs root for its chroot")
+        pytest.skip("the %s rig (%s) needs root for its chroot" % (what, name))
     return str(tool)
+
+
+def need_sid_perf():
+    return need_rig("sid-perf", "perf 7.x")
 
 
 def run_cli(*args, **kw):

@@ -37,7 +37,7 @@ from conftest import capture
 from synth import K, Synth
 from deferstitch import cli
 from deferstitch.abi import consts as C
-from deferstitch.errors import DeferstitchError, FormatError
+from deferstitch.errors import FormatError
 from deferstitch.perfdata.feed import PerfFeed
 from deferstitch.perfdata.reader import PerfData
 from deferstitch.perfdata.writer import PerfWriter

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import RIG, ROOT
+from conftest import ROOT, need_rig
 
 HEAD = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\](?:-0x[0-9a-f]+)?\s+(?:[^\s]{4,6}\s+)?"
                   r"(?P<secs>\d+)\.(?P<usecs>\d{6}): (?P<name>[\w]+):\s*(?P<info>.*)$")
@@ -80,12 +80,7 @@ def report(path, *args, env=None):
 
 
 def need_sid_run():
-    tool = RIG / "sid-run"
-    if not tool.exists():
-        pytest.skip("sid rig not found at %s (the shared folder)" % tool)
-    if os.geteuid() != 0:
-        pytest.skip("the sid rig (sid-run) needs root for its chroot")
-    return str(tool)
+    return need_rig("sid-run", "sid")
 
 
 def sid_report(path, *args, env=()):
