@@ -1,4 +1,9 @@
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
+
+# The optional C engine (deferstitch/_accel.c): the stitch pipeline's per-record work for the
+# common perf.data. Without a compiler the build goes on and deferstitch uses its Python path.
+ACCEL = Extension("deferstitch._accel", ["deferstitch/_accel.c"], optional=True,
+                  extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-missing-braces"])
 
 setup(
     name="deferstitch",
@@ -6,6 +11,7 @@ setup(
     description="Whole stacks from Linux deferred user callchains (perf, trace-cmd), "
                 "with a report of what could not be stitched",
     packages=find_packages(include=["deferstitch", "deferstitch.*"]),
+    ext_modules=[ACCEL],
     python_requires=">=3.9",
     install_requires=["tabulate"],
     extras_require={

@@ -28,6 +28,7 @@ from .output.perf_records import PerfContext
 from .output.perf_script import PerfScript
 from .output.stitched_file import StitchedFile
 from .output.tables import render, table
+from .perfdata import engine
 from .perfdata.feed import PerfFeed
 from .perfdata.reader import PerfData
 from .perfdata.writer import PIPE_ONLY
@@ -36,6 +37,8 @@ from .tracecmd.cli import register as register_trace
 
 
 class _Null:
+    report = None
+
     def record(self, rec):
         pass
 
@@ -47,24 +50,88 @@ class _Null:
 
 
 def _progress(perf, quiet):
-    """A progress line on stderr for big inputs when stderr is a terminal."""
+    """tick(file offset): a progress line on stderr for big inputs when stderr is a terminal."""
     if quiet or not sys.stderr.isatty() or perf.data_end is None or perf.data_end < (64 << 20):
         return None
     total = perf.data_end
     state = {"n": 0}
 
-    def tick(rec):
+    def tick(offset):
         state["n"] += 1
-        if state["n"] & 0xFFFF == 0:
-            sys.stderr.write("\rdeferstitch: %3d%%" % (100 * rec.offset // total))
+        if state["n"] & 0xFFFF == 0 or offset >= total:
+            sys.stderr.write("\rdeferstitch: %3d%%" % (100 * offset // total))
             sys.stderr.flush()
     return tick
 
 
-def _run(perf, out, args, ctx=None):
+def _run(args, make, symbols=False):
+    """Open the input and run it into ``make(perf, ctx)``: through the C engine when it can
+    take the file (perfdata/engine.py), else, or when it falls back, through the Python path.
+    Returns (report, output)."""
+    perf = PerfData.open(args.input)
+    ctx = _context(perf, args) if symbols else None
+    out = make(perf, ctx)
+    mode = _engine_mode(out)
+    why = engine.unavailable(perf) if mode is not None else "an output the engine does not feed"
+    required = os.environ.get("DEFERSTITCH_ACCEL") == "require"
+    if why is None:
+        try:
+            return _run_engine(perf, out, args, ctx, mode), out
+        except (engine.Fallback, FormatError) as err:
+            why = "fell back at: %s" % err
+        perf.close()
+        if hasattr(out, "discard"):
+            out.discard()
+        perf = PerfData.open(args.input)
+        ctx = _context(perf, args) if symbols else None
+        out = make(perf, ctx)
+    if required:
+        raise DeferstitchError("DEFERSTITCH_ACCEL=require, but the C engine was not used: %s" % why)
+    return _run_python(perf, out, args, ctx), out
+
+
+def _engine_mode(out):
+    if isinstance(out, StitchedFile):
+        return engine.MODE_FILE
+    if isinstance(out, _Null):
+        return engine.MODE_NONE
+    if hasattr(out, "resolved_ips"):
+        return engine.MODE_EVENTS
+    return None
+
+
+def _run_engine(perf, out, args, ctx, mode):
+    run = engine.EngineRun(perf, mode, args.max_pending,
+                           keep=out.writer.keep if mode == engine.MODE_FILE else None)
+    tick = _progress(perf, args.quiet)
+    done = perf.data_start
+    for chunk in run.chunks():
+        if mode == engine.MODE_FILE:
+            out.writer.write_kept(chunk)
+        elif mode == engine.MODE_EVENTS:
+            add, observe = out.resolved_ips, ctx.observe
+            for ev in chunk:
+                if ev.__class__ is tuple:
+                    add(*ev)
+                else:
+                    observe(ev)
+        if tick is not None:
+            done += engine.READ_SIZE
+            tick(min(done, perf.data_end))
+    rep = run.report()
+    if mode == engine.MODE_FILE:
+        out.writer.dropped = run.dropped
+    out.report = rep
+    out.close()
+    if tick is not None:
+        sys.stderr.write("\r\033[K")
+    return rep
+
+
+def _run_python(perf, out, args, ctx):
     """reader -> feed/stitcher -> ``out``; ctx (maps, comms) and the progress line watch the input."""
     tick = _progress(perf, args.quiet)
-    watchers = [w for w in (ctx.observe if ctx else None, tick) if w]
+    watchers = [w for w in (ctx.observe if ctx else None, (lambda rec: tick(rec.offset)) if tick else None) if w]
 
     def observe(rec):
         for w in watchers:
@@ -74,8 +141,7 @@ def _run(perf, out, args, ctx=None):
     try:
         feed.run()
     finally:
-        if hasattr(out, "report"):      # outputs that carry the report (the stitched file)
-            out.report = feed.report
+        out.report = feed.report
         out.close()
         if tick is not None:
             sys.stderr.write("\r\033[K")
@@ -139,18 +205,22 @@ def cmd_info(args):
 
 
 def cmd_stitch(args):
-    perf = PerfData.open(args.input)
+    PerfData.open(args.input).close()       # a bad input says so before any output exists
     to_stdout = args.output in (None, "-")
     if to_stdout and sys.stdout.isatty():
         raise DeferstitchError("refusing to write a perf.data to a terminal: give -o FILE or redirect")
     f = tempfile.TemporaryFile() if to_stdout else open(args.output, "w+b")
-    out = StitchedFile(f, perf, compat=not args.native)
+    made = []
+
+    def make(perf, _ctx):
+        made.append(StitchedFile(f, perf, compat=not args.native))
+        return made[-1]
     err = None
     try:
         try:
-            rep = _run(perf, out, args)
+            rep, out = _run(args, make)
         except FormatError as e:        # damaged input: what was good before it is written
-            err, rep = e, None
+            err, rep, out = e, None, made[-1]
         if to_stdout:
             f.seek(0)
             shutil.copyfileobj(f, sys.stdout.buffer)
@@ -176,8 +246,7 @@ def cmd_stitch(args):
 
 
 def cmd_report(args):
-    perf = PerfData.open(args.input)
-    rep = _run(perf, _Null(), args)
+    rep, _out = _run(args, lambda perf, ctx: _Null())
     if args.json:
         print(json.dumps(rep.to_json(), indent=1))
     else:
@@ -192,10 +261,8 @@ def _context(perf, args):
 
 def _text_output(args, make):
     """Run an output that names frames (it needs the maps and comms of the stream)."""
-    perf = PerfData.open(args.input)
-    ctx = _context(perf, args)
     f = _open_out(args.output, False)
-    _run(perf, make(f, ctx), args, ctx)
+    _run(args, lambda perf, ctx: make(f, ctx), symbols=True)
     f.flush()
     return 0
 
@@ -205,10 +272,8 @@ def cmd_export(args):
         from .output.pprof import Pprof
         if args.output in (None, "-") and sys.stdout.isatty():
             raise DeferstitchError("refusing to write a gzip'd profile to a terminal: give -o FILE")
-        perf = PerfData.open(args.input)
-        ctx = _context(perf, args)
         f = sys.stdout.buffer if args.output in (None, "-") else open(args.output, "wb")
-        _run(perf, Pprof(f, ctx), args, ctx)
+        _run(args, lambda perf, ctx: Pprof(f, ctx), symbols=True)
         f.flush()
         return 0
     from .output.speedscope import Speedscope

@@ -5,7 +5,7 @@ Frames without a symbol are named after their dso, as stackcollapse-perf.pl does
 import os
 from collections import Counter
 
-from .frames import UNKNOWN, name_frames, sample_period
+from .frames import UNKNOWN, name_ips, sample_ips, sample_period
 
 
 def frame_name(sym, dso):
@@ -19,19 +19,45 @@ _dso_names = {}      # dso -> "[basename]": few dsos, many frames
 
 
 class Folded:
+    """Counts folded lines. A sample's line is named when its outcome is known (see
+    PerfFeed._resolved); lines are cached per (pid, ips) while the maps and kernel symbols
+    stand still, since profiles repeat a few hundred stacks many thousand times."""
+
     def __init__(self, f, ctx, weight="samples"):
         self.f, self.ctx, self.weight = f, ctx, weight
         self.stacks = Counter()
+        self._lines = {}          # (pid, ips) -> ";frame;frame..." root first
+        self._epoch = None
 
     def record(self, rec):
         pass
 
     def resolved(self, s):
-        frames = name_frames(s, self.ctx)
-        comm = self.ctx.comm(s).replace(" ", "_")
-        key = ";".join([comm] + [frame_name(sym, dso) for _ip, sym, _off, dso in reversed(frames)])
+        """A sample from the Python path (PerfFeed)."""
         w = sample_period(s) if self.weight == "period" else 1
-        self.stacks[key] += w
+        self._add(s.pid, self.ctx.comm(s), tuple(sample_ips(s)), w)
+
+    def resolved_ips(self, pid, tid, comm, ips, period, entry):
+        """A sample from the C engine (perfdata/engine.py): ``ips`` as native u64 bytes."""
+        if self.weight == "period":
+            w = period if period is not None else self.ctx.perf.evlist.entries[entry].attr.sample_period
+        else:
+            w = 1
+        self._add(pid, self.ctx.comm_of(tid, comm), ips, w)
+
+    def _add(self, pid, comm, ips, w):
+        res = self.ctx.resolver
+        epoch = (res.maps.generation, res.epoch)
+        lines = self._lines
+        if epoch != self._epoch or len(lines) > 1 << 18:
+            lines.clear()
+            self._epoch = epoch
+        line = lines.get((pid, ips))
+        if line is None:
+            seq = ips if ips.__class__ is tuple else memoryview(ips).cast("Q").tolist()
+            line = lines[(pid, ips)] = "".join(
+                ";" + frame_name(sym, dso) for _ip, sym, _off, dso in reversed(name_ips(pid, seq, self.ctx)))
+        self.stacks[comm.replace(" ", "_") + line] += w
 
     def sample(self, s):
         pass
@@ -39,3 +65,4 @@ class Folded:
     def close(self):
         for key in sorted(self.stacks):
             self.f.write("%s %d\n" % (key, self.stacks[key]))
+

@@ -15,9 +15,13 @@ def sample_ips(s):
 
 def name_frames(s, ctx, max_stack=None):
     """[(ip, sym or None, symoff, dso)], innermost first, named now (see PerfFeed._resolved)."""
+    return name_ips(s.pid, sample_ips(s)[:max_stack], ctx)
+
+
+def name_ips(pid, ips, ctx):
+    """name_frames() for a pid and its ips."""
     frame = ctx.resolver.frame
-    pid = s.pid
-    return [(ip,) + frame(pid, ip) for ip in sample_ips(s)[:max_stack]]
+    return [(ip,) + frame(pid, ip) for ip in ips]
 
 
 def sym_text(sym, off, with_offset=True):

@@ -68,7 +68,11 @@ class PerfContext:
 
     def comm(self, s):
         """As perf names a thread: its COMM, "swapper" for the idle task 0, else ":tid"."""
-        name = self.comms.get(s.tid) or s.comm
+        return self.comm_of(s.tid, s.comm)
+
+    def comm_of(self, tid, comm):
+        """comm() from a tid and the comm the sample was taken under."""
+        name = self.comms.get(tid) or comm
         if name:
             return name
-        return "swapper" if s.tid == 0 else ":%d" % (s.tid if s.tid is not None else -1)
+        return "swapper" if tid == 0 else ":%d" % (tid if tid is not None else -1)

@@ -36,6 +36,7 @@ class StitchedFile:
         self.perf = perf
         self.report = None          # set by the caller before close()
         self.endian = perf.endian
+        self.f = f
         self.writer = PerfWriter(f, perf.endian, compat=compat)
         self.rewritten = 0
 
@@ -50,6 +51,11 @@ class StitchedFile:
         chain = s.kernel + (C.PERF_CONTEXT_USER,) + tuple(s.user) if s.outcome == STITCHED else s.kernel
         self.writer.write(ref.rec, splice_chain(ref.rec.data, ref.parsed, chain, self.endian))
         self.rewritten += 1
+
+    def discard(self):
+        """Forget what was written (the C engine fell back: the Python path starts over)."""
+        self.f.seek(0)
+        self.f.truncate()
 
     def close(self):
         features = dict(self.perf.features)

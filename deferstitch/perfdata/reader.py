@@ -397,7 +397,8 @@ class _Decompressor:
         self.rest = b""           # a partial record carried over to the next container
         self.rest_offset = None
 
-    def feed(self, reader, rec):
+    def payload(self, reader, rec):
+        """The decompressed bytes of one container (records, possibly cut at either end)."""
         e = reader.endian
         if rec.type == C.PERF_RECORD_COMPRESSED2:
             if len(rec.data) < 16:
@@ -419,7 +420,11 @@ class _Decompressor:
         except self.error as err:
             raise FormatError(self.path, rec.offset, "bad zstd data in %s: %s"
                               % (C.record_name(rec.type), err)) from None
-        buf = self.rest + b"".join(out)
+        return b"".join(out)
+
+    def feed(self, reader, rec):
+        e = reader.endian
+        buf = self.rest + self.payload(reader, rec)
         hdr = struct.Struct(e + "IHH")
         pos = 0
         while len(buf) - pos >= 8:

@@ -56,6 +56,11 @@ class PerfWriter:
             self.f.write(rec.extra)
             self.pos += len(rec.extra)
 
+    def write_kept(self, data):
+        """Records already filtered by ``keep`` (the C engine's output, see engine.py)."""
+        self.f.write(data)
+        self.pos += len(data)
+
     def close(self, entries, features):
         """Finish the file: ``entries`` are the session's EventEntry objects, ``features`` maps
         feature bit -> raw payload. The file object is left open for the caller."""

@@ -27,6 +27,7 @@ class Resolver:
         self._cache = {}         # (path, build id, file offset) -> (sym, off)
         self._frames = {}        # (pid, ip) -> (sym, off, dso) while the maps do not change
         self._generation = None
+        self.epoch = 0           # bumped by invalidate(): callers cache names per (maps generation, epoch)
         self.refused = {}        # path -> why no symbols (build id mismatch, not found, ...)
 
     # -- finding binaries ----------------------------------------------------------------------
@@ -66,6 +67,7 @@ class Resolver:
     def invalidate(self):
         """Forget per-address answers (kernel symbols or maps changed)."""
         self._frames = {}
+        self.epoch += 1
 
     def frame(self, pid, ip):
         """(sym or None, offset, dso) for an ip of process ``pid``."""

@@ -1,0 +1,1249 @@
+/* deferstitch._accel: the stitch pipeline's per-record work in C, for the common perf.data.
+ *
+ *     data bytes -> framing -> FINISHED_ROUND sorter -> feed -> stitcher -> hold-back FIFO -> output
+ *
+ * The rules are the Python modules', step for step, and the Python modules stay their
+ * definition: perfdata/reader.py (framing), perfdata/sorter.py (order), perfdata/feed.py (the
+ * feed and its FIFO), stitcher.py (the cookie rules), report.py (the counts). accel.py drives
+ * this engine and tests/test_accel.py checks that both give the same bytes, reports and stacks
+ * on every capture and on fuzzed ones.
+ *
+ * The engine never decides anything about damage: at the first thing it does not take as
+ * ordinary (a short record, an unknown sample id, a layout with fields it does not walk, ...)
+ * it raises Fallback, and the caller reruns the input through the Python path, which gives the
+ * error with its offset, or the result.  Metadata records (ID_INDEX, ...) and compressed
+ * containers are handed to Python callbacks, so each is still decoded in one place.
+ *
+ * Outputs: MODE_FILE returns the stitched data section as bytes; MODE_EVENTS returns, in the
+ * order the Python feed calls observe() and the stitcher's sink, the side-band records
+ * (perfdata.reader.Record) and one tuple per resolved sample
+ * (pid, tid, comm, ips as native u64 bytes, period, attr index); MODE_NONE only counts.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* uapi record types (include/uapi/linux/perf_event.h, tools/lib/perf/include/perf/event.h) */
+#define T_MMAP 1
+#define T_LOST 2
+#define T_COMM 3
+#define T_EXIT 4
+#define T_FORK 7
+#define T_SAMPLE 9
+#define T_MMAP2 10
+#define T_LOST_SAMPLES 13
+#define T_KSYMBOL 17
+#define T_DEFERRED 22
+#define T_USER_START 64
+#define T_HEADER_ATTR 64
+#define T_TRACING_DATA 66
+#define T_FINISHED_ROUND 68
+#define T_ID_INDEX 69
+#define T_AUXTRACE 71
+#define T_EVENT_UPDATE 78
+#define T_HEADER_FEATURE 80
+#define T_COMPRESSED 81
+#define T_COMPRESSED2 83
+
+#define CTX_DEFERRED ((uint64_t)-640)
+#define CTX_USER ((uint64_t)-512)
+#define CTX_MAX ((uint64_t)-4095)
+
+enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2 };
+/* outcome / reason keys, in the order of model.py: STITCHED, PASSED, then REASONS */
+enum { K_STITCHED, K_PASSED, K_LOST, K_LOST_AFTER, K_EXITED, K_ENDED, K_EVICTED, K_NO_TASK, NKEYS };
+#define PENDING (-1)
+#define KEEP_FIRST 20
+
+static PyObject *Fallback;
+
+static inline uint64_t rd64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static inline uint32_t rd32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline uint16_t rd16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+
+/* ---- records, samples, stacks, tasks ---------------------------------------------------- */
+typedef struct Rec {
+    uint64_t offset;
+    uint32_t size;
+    uint16_t type, misc;
+    unsigned char data[];
+} Rec;
+
+typedef struct Stack {
+    uint64_t cookie, time, served;
+    int has_time, refs;
+    uint32_t n;
+    uint64_t frames[];
+} Stack;
+
+typedef struct Samp {
+    Rec *rec;
+    int64_t tid, pid, cpu;
+    uint64_t time, period, cookie, lost_seq;
+    int has_tid, has_pid, has_cpu, has_time, has_period, has_cookie;
+    int entry, outcome, after_stack;
+    uint32_t chain_off, chain_end, knr;     /* kernel part: the first knr ips of the chain */
+    Stack *user;
+    PyObject *comm;
+    struct Samp *tnext;                     /* the task's pending queue, oldest first */
+    struct Samp *oprev, *onext;             /* every pending sample, oldest first (eviction) */
+} Samp;
+
+typedef struct Task {
+    int64_t tid;
+    Samp *phead, *ptail;
+    uint64_t npend;
+    Stack *stack;
+    struct Task *pprev, *pnext;             /* tasks with pending samples: stitcher.pending order */
+    struct Task *sprev, *snext;             /* tasks with a stack: stitcher.stacks order */
+} Task;
+
+/* ---- a u64 -> pointer map: linear probing, backward-shift deletion ----------------------- */
+typedef struct { uint64_t key; void *val; } Slot;
+typedef struct { Slot *s; size_t cap, n; } Map;
+
+static inline size_t hash64(uint64_t k) { k ^= k >> 33; k *= 0xff51afd7ed558ccdULL; k ^= k >> 33; return (size_t)k; }
+
+static int map_init(Map *m, size_t cap) {
+    m->s = calloc(cap, sizeof(Slot));
+    m->cap = cap; m->n = 0;
+    return m->s ? 0 : -1;
+}
+
+static void *map_get(Map *m, uint64_t key) {
+    size_t mask = m->cap - 1, i = hash64(key) & mask;
+    while (m->s[i].val) {
+        if (m->s[i].key == key) return m->s[i].val;
+        i = (i + 1) & mask;
+    }
+    return NULL;
+}
+
+static int map_put(Map *m, uint64_t key, void *val) {
+    if (2 * (m->n + 1) > m->cap) {
+        Map bigger;
+        if (map_init(&bigger, m->cap * 2) < 0) return -1;
+        for (size_t j = 0; j < m->cap; j++)
+            if (m->s[j].val) map_put(&bigger, m->s[j].key, m->s[j].val);
+        free(m->s);
+        *m = bigger;
+    }
+    size_t mask = m->cap - 1, i = hash64(key) & mask;
+    while (m->s[i].val) {
+        if (m->s[i].key == key) { m->s[i].val = val; return 0; }
+        i = (i + 1) & mask;
+    }
+    m->s[i].key = key; m->s[i].val = val; m->n++;
+    return 0;
+}
+
+static void map_del(Map *m, uint64_t key) {
+    size_t mask = m->cap - 1, i = hash64(key) & mask;
+    while (m->s[i].val && m->s[i].key != key) i = (i + 1) & mask;
+    if (!m->s[i].val) return;
+    m->s[i].val = NULL; m->n--;
+    size_t j = i;
+    for (;;) {                      /* shift back what probed past the hole */
+        j = (j + 1) & mask;
+        if (!m->s[j].val) return;
+        size_t home = hash64(m->s[j].key) & mask;
+        if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
+            m->s[i] = m->s[j]; m->s[j].val = NULL; i = j;
+        }
+    }
+}
+
+/* ---- report cells: (tid, cpu, key) -> samples, in first-seen order ----------------------- */
+typedef struct {
+    int64_t tid, cpu;
+    int tid_none, cpu_none;
+    uint64_t n[NKEYS];
+    uint64_t first[NKEYS];      /* when (tid, cpu, key) was first counted: report._cells order */
+    PyObject *comm;             /* comm of the latest counted sample of this cell that had one */
+    uint64_t comm_seq;
+} Cell;
+
+/* ---- the sample layout of one attr (offsets from abi/sample.py's SampleLayout) ------------ */
+typedef struct {
+    int simple;                 /* no READ, nothing after the callchain: all the engine walks */
+    int time_off, tid_off, cpu_off, period_off;     /* -1: absent */
+    int prefix_end, has_chain;
+    int trailer_size, tr_time, tr_tid;              /* trailer offsets from the end; -1 absent */
+    int has_trailer;            /* sample_id_all and a non-empty trailer */
+} Layout;
+
+typedef struct { uint64_t time, seq; Rec *rec; } HItem;
+typedef struct { Rec *rec; Samp *s; } FItem;
+typedef struct { uint64_t time; int64_t tid; } Exited;
+typedef struct { uint64_t time, cookie; int64_t tid; int has_time, has_tid, reason; } Noted;
+
+typedef struct {
+    PyObject_HEAD
+    int mode;
+    uint64_t max_pending, window, exit_grace, max_queued;
+    unsigned char keep[65536];
+    PyObject *note_cb, *decompress_cb, *record_cls;
+    /* plan */
+    Layout *lay; int nlay;
+    int sample_id_at, trailer_id_from_end;
+    Map by_id;                  /* sample id -> attr index + 1 */
+    /* framing */
+    unsigned char *in; size_t in_len, in_cap;
+    uint64_t in_base;           /* file offset of in[0] */
+    unsigned char *zin; size_t zin_len, zin_cap;    /* decompressed bytes not yet framed */
+    uint64_t zoffset;
+    /* sorter */
+    HItem *heap; size_t hn, hcap;
+    uint64_t seq, next_flush, max_time, last_flushed;
+    int have_next_flush;
+    uint64_t rounds, unordered, max_queued_seen, forced_flushes;
+    /* feed */
+    uint64_t counts[65536];
+    PyObject *comms;            /* tid -> comm (dict) */
+    FItem *fifo; size_t fhead, flen, fcap;
+    uint64_t deferred_without_tid;
+    /* stitcher */
+    Map tasks;
+    Task *p_first, *p_last, *s_first, *s_last;
+    Samp *o_first, *o_last;
+    uint64_t npending, lost_seq;
+    Exited *ex; size_t exhead, exlen, excap;
+    /* report */
+    uint64_t samples, stitched, after_stack, passed, unmatched[NKEYS], deferred_records,
+             duplicates, orphans, dropped_frames, lost_records, lost_events, max_pending_seen;
+    Noted first_unmatched[KEEP_FIRST]; int nfirst;
+    Noted orphan_list[KEEP_FIRST]; int norphan;
+    Cell *cells; size_t ncells, ccap;
+    Map cellmap;                /* hashed (tid, cpu) -> cell index + 1 (see cell_of) */
+    uint64_t count_seq;
+    /* output */
+    unsigned char *out; size_t out_len, out_cap;
+    PyObject *events;
+    uint64_t dropped[65536];
+    uint64_t rewritten;
+    int failed;
+} Engine;
+
+static PyObject *fail(Engine *e, const char *fmt, unsigned long long at) {
+    e->failed = 1;
+    PyErr_Format(Fallback, fmt, at);
+    return NULL;
+}
+#define FAIL(e, msg, at) do { fail((e), msg " (at %#llx)", (unsigned long long)(at)); return -1; } while (0)
+/* the same, for a record nothing owns yet */
+#define FAILR(e, msg, r) do { uint64_t at_ = (r)->offset; free(r); FAIL(e, msg, at_); } while (0)
+
+/* ---- small growable buffers ------------------------------------------------------------- */
+static int reserve(unsigned char **buf, size_t *cap, size_t need) {
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 1 << 16;
+    while (c < need) c *= 2;
+    unsigned char *n = realloc(*buf, c);
+    if (!n) { PyErr_NoMemory(); return -1; }
+    *buf = n; *cap = c;
+    return 0;
+}
+
+static int out_put(Engine *e, const void *p, size_t n) {
+    if (reserve(&e->out, &e->out_cap, e->out_len + n) < 0) return -1;
+    memcpy(e->out + e->out_len, p, n);
+    e->out_len += n;
+    return 0;
+}
+
+/* ---- plan: layouts and the id lookup, from Python --------------------------------------- */
+static int geti(PyObject *t, Py_ssize_t i) {
+    PyObject *o = PyTuple_GET_ITEM(t, i);
+    return o == Py_None ? -1 : (int)PyLong_AsLong(o);
+}
+
+/* plan = (sample_id_at or None, trailer_id_from_end or None, {id: index}, [layout tuple]) */
+static int load_plan(Engine *e, PyObject *plan) {
+    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 4) {
+        PyErr_SetString(PyExc_TypeError, "plan must be a 4-tuple");
+        return -1;
+    }
+    e->sample_id_at = geti(plan, 0);
+    e->trailer_id_from_end = geti(plan, 1);
+    PyObject *ids = PyTuple_GET_ITEM(plan, 2), *lays = PyTuple_GET_ITEM(plan, 3);
+    Py_ssize_t n = PyList_Size(lays);
+    if (n < 0) return -1;
+    Layout *l = calloc(n ? n : 1, sizeof(Layout));
+    if (!l) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyList_GET_ITEM(lays, i);
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 11) {
+            free(l);
+            PyErr_SetString(PyExc_TypeError, "layout must be an 11-tuple");
+            return -1;
+        }
+        l[i].simple = geti(t, 0); l[i].time_off = geti(t, 1); l[i].tid_off = geti(t, 2);
+        l[i].cpu_off = geti(t, 3); l[i].period_off = geti(t, 4); l[i].prefix_end = geti(t, 5);
+        l[i].has_chain = geti(t, 6); l[i].trailer_size = geti(t, 7); l[i].tr_time = geti(t, 8);
+        l[i].tr_tid = geti(t, 9); l[i].has_trailer = geti(t, 10);
+    }
+    if (PyErr_Occurred()) { free(l); return -1; }
+    free(e->lay);
+    e->lay = l; e->nlay = (int)n;
+    free(e->by_id.s);
+    if (map_init(&e->by_id, 64) < 0) { PyErr_NoMemory(); return -1; }
+    PyObject *k, *v; Py_ssize_t pos = 0;
+    while (PyDict_Next(ids, &pos, &k, &v)) {
+        uint64_t id = PyLong_AsUnsignedLongLongMask(k);
+        long idx = PyLong_AsLong(v);
+        if (map_put(&e->by_id, id, (void *)(intptr_t)(idx + 1)) < 0) { PyErr_NoMemory(); return -1; }
+    }
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* evlist.for_sample: -1 when the id is unknown */
+static int entry_of_sample(Engine *e, Rec *r) {
+    if (e->nlay == 0) return -1;
+    if (e->sample_id_at < 0) return 0;
+    if (r->size < (uint32_t)e->sample_id_at + 8) return -1;
+    intptr_t v = (intptr_t)map_get(&e->by_id, rd64(r->data + e->sample_id_at));
+    return v ? (int)(v - 1) : -1;
+}
+
+/* evlist.for_trailer: the first attr when the id is unknown */
+static int entry_of_trailer(Engine *e, Rec *r) {
+    if (e->nlay == 0) return -1;
+    if (e->trailer_id_from_end < 0) return 0;
+    if (r->size < 8 + (uint32_t)e->trailer_id_from_end) return 0;
+    intptr_t v = (intptr_t)map_get(&e->by_id, rd64(r->data + r->size - e->trailer_id_from_end));
+    return v ? (int)(v - 1) : 0;
+}
+
+/* ---- forward declarations ---------------------------------------------------------------- */
+static int feed_record(Engine *e, Rec *r);
+static int emit(Engine *e, Samp *s);
+static int drain(Engine *e);
+static int evict_oldest(Engine *e);
+
+/* ---- the stitcher (stitcher.py) -------------------------------------------------------- */
+static void stack_put(Stack *st) { if (st && --st->refs == 0) free(st); }
+
+static Task *task_get(Engine *e, int64_t tid) { return map_get(&e->tasks, (uint64_t)tid); }
+
+static Task *task_make(Engine *e, int64_t tid) {
+    Task *t = task_get(e, tid);
+    if (t) return t;
+    t = calloc(1, sizeof(Task));
+    if (!t || map_put(&e->tasks, (uint64_t)tid, t) < 0) { free(t); PyErr_NoMemory(); return NULL; }
+    t->tid = tid;
+    return t;
+}
+
+static void task_maybe_free(Engine *e, Task *t) {
+    if (t->npend == 0 && t->stack == NULL) {
+        map_del(&e->tasks, (uint64_t)t->tid);
+        free(t);
+    }
+}
+
+static void plist_remove(Engine *e, Task *t) {
+    if (t->pprev) t->pprev->pnext = t->pnext; else e->p_first = t->pnext;
+    if (t->pnext) t->pnext->pprev = t->pprev; else e->p_last = t->pprev;
+    t->pprev = t->pnext = NULL;
+}
+
+static void slist_remove(Engine *e, Task *t) {
+    if (t->sprev) t->sprev->snext = t->snext; else e->s_first = t->snext;
+    if (t->snext) t->snext->sprev = t->sprev; else e->s_last = t->sprev;
+    t->sprev = t->snext = NULL;
+}
+
+static void order_remove(Engine *e, Samp *s) {
+    if (s->oprev) s->oprev->onext = s->onext; else e->o_first = s->onext;
+    if (s->onext) s->onext->oprev = s->oprev; else e->o_last = s->oprev;
+    s->oprev = s->onext = NULL;
+}
+
+/* Take a task's whole pending queue (stitcher.pending.pop). */
+static Samp *take_pending(Engine *e, Task *t) {
+    Samp *q = t->phead;
+    if (!q) return NULL;
+    plist_remove(e, t);
+    e->npending -= t->npend;
+    t->phead = t->ptail = NULL;
+    t->npend = 0;
+    for (Samp *s = q; s; s = s->tnext) order_remove(e, s);
+    return q;
+}
+
+static int stitch(Engine *e, Samp *s, Stack *st) {
+    s->outcome = K_STITCHED;
+    s->user = st; st->refs++;
+    return emit(e, s);
+}
+
+static int unmatched(Engine *e, Samp *s, int reason) {
+    s->outcome = reason;
+    return emit(e, s);
+}
+
+static void retire(Engine *e, int64_t tid, Stack *st) {
+    if (st->served == 0) {
+        e->orphans++;
+        if (e->norphan < KEEP_FIRST) {
+            Noted *o = &e->orphan_list[e->norphan++];
+            o->time = st->time; o->has_time = st->has_time; o->tid = tid; o->has_tid = 1;
+            o->cookie = st->cookie;
+        }
+    }
+}
+
+static int exited_now(Engine *e, int64_t tid) {
+    Task *t = task_get(e, tid);
+    if (!t) return 0;
+    Samp *q = take_pending(e, t), *next;
+    for (Samp *s = q; s; s = next) {
+        next = s->tnext; s->tnext = NULL;
+        if (unmatched(e, s, K_EXITED) < 0) return -1;
+    }
+    if (t->stack) {
+        slist_remove(e, t);
+        retire(e, tid, t->stack);
+        stack_put(t->stack);
+        t->stack = NULL;
+    }
+    task_maybe_free(e, t);
+    return 0;
+}
+
+static int expire(Engine *e, int has_now, uint64_t now) {
+    if (!has_now || now < e->exit_grace) return 0;     /* limit < 0: nothing has expired */
+    uint64_t limit = now - e->exit_grace;
+    while (e->exlen && e->ex[e->exhead].time <= limit) {
+        int64_t tid = e->ex[e->exhead].tid;
+        e->exhead++; e->exlen--;
+        if (exited_now(e, tid) < 0) return -1;
+    }
+    return 0;
+}
+
+static int st_sample(Engine *e, Samp *s) {
+    e->samples++;
+    if (e->exlen && expire(e, s->has_time, s->time) < 0) return -1;
+    if (!s->has_cookie) {
+        s->outcome = K_PASSED;
+        return emit(e, s);
+    }
+    Task *t = task_get(e, s->tid);
+    if (t && t->stack && t->stack->cookie == s->cookie) {
+        s->after_stack = 1;
+        t->stack->served++;
+        return stitch(e, s, t->stack);
+    }
+    s->lost_seq = e->lost_seq;
+    if (!t && !(t = task_make(e, s->tid))) return -1;
+    if (!t->phead) {
+        t->pprev = e->p_last; t->pnext = NULL;
+        if (e->p_last) e->p_last->pnext = t; else e->p_first = t;
+        e->p_last = t;
+        t->phead = s;
+    } else {
+        t->ptail->tnext = s;
+    }
+    t->ptail = s; t->npend++;
+    s->oprev = e->o_last; s->onext = NULL;
+    if (e->o_last) e->o_last->onext = s; else e->o_first = s;
+    e->o_last = s;
+    e->npending++;
+    if (e->npending > e->max_pending_seen) e->max_pending_seen = e->npending;
+    if (e->npending > e->max_pending && evict_oldest(e) < 0) return -1;
+    return 0;
+}
+
+static int evict_oldest(Engine *e) {
+    Samp *s = e->o_first;
+    if (!s) return 0;
+    order_remove(e, s);
+    Task *t = task_get(e, s->tid);
+    t->phead = s->tnext;            /* per-task queues are oldest first too */
+    if (!t->phead) t->ptail = NULL;
+    s->tnext = NULL;
+    t->npend--;
+    if (t->npend == 0) { plist_remove(e, t); }
+    e->npending--;
+    int rc = unmatched(e, s, K_EVICTED);
+    task_maybe_free(e, t);
+    return rc;
+}
+
+static int st_deferred(Engine *e, int64_t tid, uint64_t cookie, int has_time, uint64_t time,
+                       const unsigned char *ips, uint64_t n, uint64_t nframes, uint64_t dropped) {
+    e->deferred_records++;
+    e->dropped_frames += dropped;
+    if (e->exlen && expire(e, has_time, time) < 0) return -1;
+    Task *t = task_get(e, tid);
+    Stack *prev = t ? t->stack : NULL;
+    if (prev && prev->cookie == cookie) { e->duplicates++; return 0; }
+    Stack *st = malloc(sizeof(Stack) + 8 * nframes);
+    if (!st) { PyErr_NoMemory(); return -1; }
+    st->cookie = cookie; st->time = time; st->has_time = has_time; st->served = 0; st->refs = 1;
+    st->n = (uint32_t)nframes;
+    for (uint64_t i = 0, j = 0; i < n; i++) {
+        uint64_t ip = rd64(ips + 8 * i);
+        if (ip < CTX_MAX) st->frames[j++] = ip;
+    }
+    if (!t && !(t = task_make(e, tid))) { free(st); return -1; }
+    if (prev) {
+        retire(e, tid, prev);
+        stack_put(prev);
+    } else {
+        t->sprev = e->s_last; t->snext = NULL;
+        if (e->s_last) e->s_last->snext = t; else e->s_first = t;
+        e->s_last = t;
+    }
+    t->stack = st;
+    Samp *q = take_pending(e, t), *next;
+    for (Samp *s = q; s; s = next) {
+        next = s->tnext; s->tnext = NULL;
+        int rc;
+        if (s->cookie == cookie) { st->served++; rc = stitch(e, s, st); }
+        else rc = unmatched(e, s, e->lost_seq > s->lost_seq ? K_LOST_AFTER : K_LOST);
+        if (rc < 0) return -1;
+    }
+    return 0;
+}
+
+static int st_exit(Engine *e, int64_t tid, uint64_t time) {
+    if (!e->exit_grace) return exited_now(e, tid);
+    if (e->exhead + e->exlen == e->excap) {
+        if (e->exhead) {
+            memmove(e->ex, e->ex + e->exhead, e->exlen * sizeof(Exited));
+            e->exhead = 0;
+        } else {
+            size_t c = e->excap ? 2 * e->excap : 64;
+            Exited *n = realloc(e->ex, c * sizeof(Exited));
+            if (!n) { PyErr_NoMemory(); return -1; }
+            e->ex = n; e->excap = c;
+        }
+    }
+    e->ex[e->exhead + e->exlen].time = time;
+    e->ex[e->exhead + e->exlen].tid = tid;
+    e->exlen++;
+    return 0;
+}
+
+static int st_reuse(Engine *e, int64_t tid) {
+    for (size_t i = 0; i < e->exlen; i++) {
+        if (e->ex[e->exhead + i].tid == tid) {
+            memmove(e->ex + e->exhead + i, e->ex + e->exhead + i + 1, (e->exlen - i - 1) * sizeof(Exited));
+            e->exlen--;
+            return exited_now(e, tid);
+        }
+    }
+    return 0;
+}
+
+static int st_finish(Engine *e) {
+    while (e->exlen) {
+        int64_t tid = e->ex[e->exhead].tid;
+        e->exhead++; e->exlen--;
+        if (exited_now(e, tid) < 0) return -1;
+    }
+    for (Task *t = e->p_first; t; t = t->pnext)
+        for (Samp *s = t->phead; s; s = s->tnext)
+            if (unmatched(e, s, K_ENDED) < 0) return -1;
+    Task *t = e->p_first, *tn;
+    while (t) {
+        tn = t->pnext;
+        Samp *s = t->phead, *sn;
+        while (s) { sn = s->tnext; s->tnext = s->oprev = s->onext = NULL; s = sn; }
+        t->phead = t->ptail = NULL; t->npend = 0; t->pprev = t->pnext = NULL;
+        t = tn;
+    }
+    e->p_first = e->p_last = NULL;
+    e->o_first = e->o_last = NULL;
+    e->npending = 0;
+    for (t = e->s_first; t; t = t->snext) retire(e, t->tid, t->stack);
+    t = e->s_first;
+    while (t) {
+        tn = t->snext;
+        stack_put(t->stack); t->stack = NULL; t->sprev = t->snext = NULL;
+        t = tn;
+    }
+    e->s_first = e->s_last = NULL;
+    for (size_t i = 0; i < e->tasks.cap; i++)
+        if (e->tasks.s[i].val) { free(e->tasks.s[i].val); e->tasks.s[i].val = NULL; }
+    e->tasks.n = 0;
+    return 0;
+}
+
+/* ---- the report (report.py: StitchReport.count) --------------------------------------- */
+static Cell *cell_of(Engine *e, Samp *s) {
+    int tn = !s->has_tid, cn = !s->has_cpu;
+    uint64_t key = ((uint64_t)(uint32_t)s->tid << 32) ^ (uint64_t)(uint32_t)s->cpu
+                   ^ ((uint64_t)tn << 62) ^ ((uint64_t)cn << 63);
+    size_t mask = e->cellmap.cap - 1, i = hash64(key) & mask;
+    while (e->cellmap.s[i].val) {          /* key collisions are resolved by comparing the cell */
+        Cell *c = &e->cells[(intptr_t)e->cellmap.s[i].val - 1];
+        if (e->cellmap.s[i].key == key && c->tid_none == tn && c->cpu_none == cn
+                && (tn || c->tid == s->tid) && (cn || c->cpu == s->cpu))
+            return c;
+        i = (i + 1) & mask;
+    }
+    if (e->ncells == e->ccap) {
+        size_t cap = e->ccap ? 2 * e->ccap : 256;
+        Cell *n = realloc(e->cells, cap * sizeof(Cell));
+        if (!n) { PyErr_NoMemory(); return NULL; }
+        e->cells = n; e->ccap = cap;
+    }
+    Cell *c = &e->cells[e->ncells++];
+    memset(c, 0, sizeof(*c));
+    c->tid = tn ? 0 : s->tid; c->cpu = cn ? 0 : s->cpu; c->tid_none = tn; c->cpu_none = cn;
+    if (2 * (e->cellmap.n + 1) > e->cellmap.cap) {       /* rebuild the index at twice the size */
+        free(e->cellmap.s);
+        if (map_init(&e->cellmap, e->cellmap.cap * 2) < 0) { PyErr_NoMemory(); return NULL; }
+        for (size_t j = 0; j < e->ncells; j++) {
+            Cell *x = &e->cells[j];
+            uint64_t k = ((uint64_t)(uint32_t)x->tid << 32) ^ (uint64_t)(uint32_t)x->cpu
+                         ^ ((uint64_t)x->tid_none << 62) ^ ((uint64_t)x->cpu_none << 63);
+            size_t m = e->cellmap.cap - 1, p = hash64(k) & m;
+            while (e->cellmap.s[p].val) p = (p + 1) & m;
+            e->cellmap.s[p].key = k; e->cellmap.s[p].val = (void *)(intptr_t)(j + 1);
+            e->cellmap.n++;
+        }
+    } else {
+        e->cellmap.s[i].key = key; e->cellmap.s[i].val = (void *)(intptr_t)e->ncells;
+        e->cellmap.n++;
+    }
+    return c;
+}
+
+static PyObject *sample_ips(Samp *s) {
+    const unsigned char *chain = s->rec->data + s->chain_off + 8;
+    uint32_t n = 0, cap = s->knr + (s->outcome == K_STITCHED ? s->user->n : 0);
+    PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)8 * cap);
+    if (!b) return NULL;
+    char *p = PyBytes_AS_STRING(b);
+    for (uint32_t i = 0; i < s->knr; i++) {
+        uint64_t ip = rd64(chain + 8 * i);
+        if (ip < CTX_MAX) { memcpy(p + 8 * n, &ip, 8); n++; }
+    }
+    if (s->outcome == K_STITCHED) {
+        memcpy(p + 8 * n, s->user->frames, 8 * (size_t)s->user->n);
+        n += s->user->n;
+    }
+    if (n != cap) _PyBytes_Resize(&b, (Py_ssize_t)8 * n);
+    return b;
+}
+
+static PyObject *opt_i64(int has, int64_t v) { if (!has) Py_RETURN_NONE; return PyLong_FromLongLong(v); }
+static PyObject *opt_u64(int has, uint64_t v) { if (!has) Py_RETURN_NONE; return PyLong_FromUnsignedLongLong(v); }
+
+static int emit(Engine *e, Samp *s) {
+    int k = s->outcome;
+    if (k == K_STITCHED) { e->stitched++; if (s->after_stack) e->after_stack++; }
+    else if (k == K_PASSED) e->passed++;
+    else {
+        e->unmatched[k]++;
+        if (e->nfirst < KEEP_FIRST) {
+            Noted *u = &e->first_unmatched[e->nfirst++];
+            u->time = s->time; u->has_time = s->has_time; u->tid = s->tid; u->has_tid = s->has_tid;
+            u->cookie = s->cookie; u->reason = k;
+        }
+    }
+    Cell *c = cell_of(e, s);
+    if (!c) return -1;
+    e->count_seq++;
+    if (!c->n[k]) c->first[k] = e->count_seq;
+    c->n[k]++;
+    if (s->comm && PyUnicode_GET_LENGTH(s->comm)) {
+        if (c->comm != s->comm) { Py_INCREF(s->comm); Py_XDECREF(c->comm); c->comm = s->comm; }
+        c->comm_seq = e->count_seq;
+    }
+    if (e->mode == MODE_EVENTS) {
+        PyObject *ips = sample_ips(s);
+        if (!ips) return -1;
+        PyObject *t = Py_BuildValue("(NNONNi)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
+                                    s->comm ? s->comm : Py_None, ips,
+                                    opt_u64(s->has_period, s->period), s->entry);
+        if (!t || PyList_Append(e->events, t) < 0) { Py_XDECREF(t); return -1; }
+        Py_DECREF(t);
+    }
+    return 0;
+}
+
+/* ---- output (stitched_file.py, writer.py) ---------------------------------------------- */
+static void samp_free(Samp *s) {
+    Py_XDECREF(s->comm);
+    stack_put(s->user);
+    free(s->rec);
+    free(s);
+}
+
+static int out_record(Engine *e, Rec *r) {
+    int rc = 0;
+    if (e->mode == MODE_FILE) {
+        if (e->keep[r->type]) rc = out_put(e, r->data, r->size);
+        else e->dropped[r->type]++;
+    }
+    free(r);
+    return rc;
+}
+
+static int out_sample(Engine *e, Samp *s) {
+    int rc = 0;
+    if (e->mode == MODE_FILE) {
+        Rec *r = s->rec;
+        if (s->outcome == K_PASSED) {
+            rc = out_put(e, r->data, r->size);
+        } else {
+            uint64_t un = s->outcome == K_STITCHED ? 1 + (uint64_t)s->user->n : 0;
+            uint64_t nr = s->knr + un;
+            size_t size = s->chain_off + 8 + 8 * nr + (r->size - s->chain_end);
+            if (size > 0xFFFF) {
+                uint64_t at = r->offset;
+                samp_free(s);
+                FAIL(e, "stitched sample exceeds 64 KiB", at);
+            }
+            if (reserve(&e->out, &e->out_cap, e->out_len + size) < 0) { samp_free(s); return -1; }
+            unsigned char *p = e->out + e->out_len;
+            memcpy(p, r->data, s->chain_off);
+            memcpy(p + s->chain_off, &nr, 8);
+            memcpy(p + s->chain_off + 8, r->data + s->chain_off + 8, 8 * (size_t)s->knr);
+            unsigned char *q = p + s->chain_off + 8 + 8 * (size_t)s->knr;
+            if (un) {
+                uint64_t user = CTX_USER;
+                memcpy(q, &user, 8);
+                memcpy(q + 8, s->user->frames, 8 * (size_t)s->user->n);
+                q += 8 * un;
+            }
+            memcpy(q, r->data + s->chain_end, r->size - s->chain_end);
+            uint16_t sz = (uint16_t)size;
+            memcpy(p + 6, &sz, 2);
+            e->out_len += size;
+            e->rewritten++;
+        }
+    }
+    samp_free(s);
+    return rc;
+}
+
+/* ---- the hold-back FIFO (feed.py _push/_drain) ----------------------------------------- */
+static int fifo_append(Engine *e, Rec *r, Samp *s) {
+    if (e->flen == e->fcap) {
+        size_t cap = e->fcap ? 2 * e->fcap : 1024;
+        FItem *n = malloc(cap * sizeof(FItem));
+        if (!n) { PyErr_NoMemory(); return -1; }
+        for (size_t i = 0; i < e->flen; i++) n[i] = e->fifo[(e->fhead + i) % e->fcap];
+        free(e->fifo);
+        e->fifo = n; e->fcap = cap; e->fhead = 0;
+    }
+    FItem *it = &e->fifo[(e->fhead + e->flen) % e->fcap];
+    it->rec = r; it->s = s;
+    e->flen++;
+    return 0;
+}
+
+static int drain(Engine *e) {
+    while (e->flen) {
+        FItem *it = &e->fifo[e->fhead];
+        if (it->s) {
+            if (it->s->outcome == PENDING) return 0;
+            Samp *s = it->s;
+            e->fhead = (e->fhead + 1) % e->fcap; e->flen--;
+            if (out_sample(e, s) < 0) return -1;
+        } else {
+            Rec *r = it->rec;
+            e->fhead = (e->fhead + 1) % e->fcap; e->flen--;
+            if (out_record(e, r) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+static int push(Engine *e, Rec *r) {
+    if (!e->flen) return out_record(e, r);
+    if (fifo_append(e, r, NULL) < 0) { free(r); return -1; }
+    if (e->flen > e->window) {
+        if (evict_oldest(e) < 0) return -1;
+        return drain(e);
+    }
+    return 0;
+}
+
+/* ---- the feed (feed.py PerfFeed.run) --------------------------------------------------- */
+static PyObject *make_record(Engine *e, Rec *r) {
+    return PyObject_CallFunction(e->record_cls, "iiy#K", (int)r->type, (int)r->misc,
+                                 (const char *)r->data, (Py_ssize_t)r->size,
+                                 (unsigned long long)r->offset);
+}
+
+static int body_end(Engine *e, Rec *r) {
+    int ent = entry_of_trailer(e, r);
+    return (int)r->size - (ent >= 0 ? e->lay[ent].trailer_size : 0);
+}
+
+static int do_sample(Engine *e, Rec *r) {
+    int ent = entry_of_sample(e, r);
+    if (ent < 0) FAILR(e, "sample id not found", r);
+    Layout *L = &e->lay[ent];
+    if (!L->simple) FAILR(e, "sample layout the engine does not walk", r);
+    uint32_t size = r->size;
+    if ((uint32_t)L->prefix_end > size) FAILR(e, "short sample", r);
+    Samp *s = calloc(1, sizeof(Samp));
+    if (!s) { PyErr_NoMemory(); return -1; }
+    const unsigned char *d = r->data;
+    s->rec = r; s->entry = ent; s->outcome = PENDING;
+    if (L->tid_off >= 0) {
+        s->pid = (int32_t)rd32(d + L->tid_off); s->tid = (int32_t)rd32(d + L->tid_off + 4);
+        s->has_pid = s->has_tid = 1;
+    }
+    if (L->time_off >= 0) { s->time = rd64(d + L->time_off); s->has_time = 1; }
+    if (L->cpu_off >= 0) { s->cpu = rd32(d + L->cpu_off); s->has_cpu = 1; }
+    if (L->period_off >= 0) { s->period = rd64(d + L->period_off); s->has_period = 1; }
+    uint32_t off = (uint32_t)L->prefix_end;
+    s->chain_off = s->chain_end = off;
+    if (L->has_chain) {
+        if (off + 8 > size) { free(s); FAILR(e, "callchain nr overruns the sample", r); }
+        uint64_t nr = rd64(d + off);
+        if (nr > (size - off - 8) / 8) { free(s); FAILR(e, "callchain nr exceeds the record", r); }
+        s->chain_end = off + 8 + 8 * (uint32_t)nr;
+        s->knr = (uint32_t)nr;
+        if (nr >= 2 && rd64(d + off + 8 + 8 * (nr - 2)) == CTX_DEFERRED) {
+            s->cookie = rd64(d + off + 8 + 8 * (nr - 1));
+            s->has_cookie = 1;
+            s->knr = (uint32_t)nr - 2;
+        }
+    }
+    if (s->has_tid) {
+        PyObject *k = PyLong_FromLongLong(s->tid);
+        if (!k) { free(s); return -1; }
+        PyObject *c = PyDict_GetItemWithError(e->comms, k);
+        Py_DECREF(k);
+        if (!c && PyErr_Occurred()) { free(s); return -1; }
+        Py_XINCREF(c);
+        s->comm = c;
+    }
+    if (fifo_append(e, NULL, s) < 0) { samp_free(s); return -1; }
+    if (s->has_cookie && (!s->has_tid || !s->has_time)) {     /* perf cannot match these either */
+        e->samples++;
+        if (unmatched(e, s, K_NO_TASK) < 0) return -1;
+    } else if (st_sample(e, s) < 0) return -1;
+    return drain(e);
+}
+
+static int do_deferred(Engine *e, Rec *r) {
+    int ent = entry_of_trailer(e, r);
+    int has_tid = 0, has_time = 0;
+    int64_t tid = 0; uint64_t time = 0;
+    uint32_t size = r->size;
+    if (ent >= 0 && e->lay[ent].has_trailer && size - 8 >= (uint32_t)e->lay[ent].trailer_size) {
+        Layout *L = &e->lay[ent];
+        if (L->tr_tid >= 0) { tid = (int32_t)rd32(r->data + size - L->tr_tid + 4); has_tid = 1; }
+        if (L->tr_time >= 0) { time = rd64(r->data + size - L->tr_time); has_time = 1; }
+    }
+    int64_t bend = body_end(e, r);
+    if (size < 24) FAILR(e, "short CALLCHAIN_DEFERRED", r);
+    uint64_t cookie = rd64(r->data + 8), nr = rd64(r->data + 16);
+    if (bend - 24 < 0 || nr > (uint64_t)(bend - 24) / 8) FAILR(e, "CALLCHAIN_DEFERRED nr overruns", r);
+    const unsigned char *ips = r->data + 24;
+    uint64_t frames = 0;
+    for (uint64_t i = 0; i < nr; i++) if (rd64(ips + 8 * i) < CTX_MAX) frames++;
+    uint64_t dropped = nr - frames - (nr && rd64(ips) == CTX_USER ? 1 : 0);
+    int rc = 0;
+    if (!has_tid) e->deferred_without_tid++;
+    else rc = st_deferred(e, tid, cookie, has_time, time, ips, nr, frames, dropped);
+    free(r);
+    if (rc < 0) return -1;
+    return has_tid ? drain(e) : 0;
+}
+
+static int do_comm(Engine *e, Rec *r) {
+    if (r->size < 16) FAIL(e, "short COMM", r->offset);
+    int64_t tid = (int32_t)rd32(r->data + 12);
+    int end = body_end(e, r);
+    Py_ssize_t n = 0;
+    if (end > 16) {
+        const unsigned char *z = memchr(r->data + 16, 0, end - 16);
+        n = z ? z - (r->data + 16) : end - 16;
+    }
+    PyObject *comm = PyUnicode_DecodeUTF8((const char *)r->data + 16, n, "replace");
+    PyObject *k = PyLong_FromLongLong(tid);
+    int rc = (!comm || !k) ? -1 : PyDict_SetItem(e->comms, k, comm);
+    Py_XDECREF(comm); Py_XDECREF(k);
+    return rc;
+}
+
+static int feed_record(Engine *e, Rec *r) {
+    uint16_t t = r->type;
+    e->counts[t]++;
+    if (e->mode == MODE_EVENTS && (t == T_MMAP || t == T_MMAP2 || t == T_COMM || t == T_FORK
+                                   || t == T_EXIT || t == T_KSYMBOL)) {
+        PyObject *o = make_record(e, r);          /* what PerfContext.observe sees */
+        if (!o || PyList_Append(e->events, o) < 0) { Py_XDECREF(o); free(r); return -1; }
+        Py_DECREF(o);
+    }
+    switch (t) {
+    case T_SAMPLE:
+        return do_sample(e, r);
+    case T_DEFERRED:
+        return do_deferred(e, r);
+    case T_COMM:
+        if (do_comm(e, r) < 0) { free(r); return -1; }
+        break;
+    case T_EXIT: {
+        if (r->size < 32) FAILR(e, "short EXIT", r);
+        int64_t tid = (int32_t)rd32(r->data + 16);
+        uint64_t time = rd64(r->data + 24);
+        if (push(e, r) < 0) return -1;
+        if (st_exit(e, tid, time) < 0) return -1;
+        return drain(e);
+    }
+    case T_FORK: {
+        if (r->size < 32) FAILR(e, "short FORK", r);
+        int64_t tid = (int32_t)rd32(r->data + 16), ptid = (int32_t)rd32(r->data + 20);
+        if (st_reuse(e, tid) < 0) { free(r); return -1; }
+        PyObject *pk = PyLong_FromLongLong(ptid), *k = PyLong_FromLongLong(tid);
+        PyObject *c = (pk && k) ? PyDict_GetItemWithError(e->comms, pk) : NULL;
+        int rc = (!pk || !k || (!c && PyErr_Occurred())) ? -1 : c ? PyDict_SetItem(e->comms, k, c) : 0;
+        Py_XDECREF(pk); Py_XDECREF(k);
+        if (rc < 0) { free(r); return -1; }
+        break;
+    }
+    case T_LOST:
+        if (r->size < 24) FAILR(e, "short LOST", r);
+        e->lost_seq++; e->lost_records++; e->lost_events += rd64(r->data + 16);
+        break;
+    case T_LOST_SAMPLES:
+        if (r->size < 16) FAILR(e, "short LOST_SAMPLES", r);
+        e->lost_seq++; e->lost_records++; e->lost_events += rd64(r->data + 8);
+        break;
+    }
+    return push(e, r);
+}
+
+/* ---- the sorter (sorter.py ordered) ---------------------------------------------------- */
+static inline int hless(HItem *a, HItem *b) { return a->time < b->time || (a->time == b->time && a->seq < b->seq); }
+
+static Rec *heap_pop(Engine *e) {
+    HItem top = e->heap[0], last = e->heap[--e->hn];
+    size_t i = 0, n = e->hn;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && hless(&e->heap[c + 1], &e->heap[c])) c++;
+        if (!hless(&e->heap[c], &last)) break;
+        e->heap[i] = e->heap[c]; i = c;
+    }
+    if (n) e->heap[i] = last;
+    return top.rec;
+}
+
+static int heap_push(Engine *e, uint64_t time, Rec *r) {
+    if (e->hn == e->hcap) {
+        size_t cap = e->hcap ? 2 * e->hcap : 4096;
+        HItem *n = realloc(e->heap, cap * sizeof(HItem));
+        if (!n) { PyErr_NoMemory(); return -1; }
+        e->heap = n; e->hcap = cap;
+    }
+    HItem it = { time, e->seq++, r };
+    size_t i = e->hn++;
+    while (i) {
+        size_t p = (i - 1) / 2;
+        if (!hless(&it, &e->heap[p])) break;
+        e->heap[i] = e->heap[p]; i = p;
+    }
+    e->heap[i] = it;
+    return 0;
+}
+
+/* evlist.time_of */
+static int time_of(Engine *e, Rec *r, uint64_t *t) {
+    if (r->type >= T_USER_START || e->nlay == 0) return 0;
+    if (r->type == T_SAMPLE) {
+        int ent = entry_of_sample(e, r);
+        if (ent < 0) return 0;
+        int off = e->lay[ent].time_off;
+        if (off < 0 || r->size < (uint32_t)off + 8) return 0;
+        *t = rd64(r->data + off);
+        return 1;
+    }
+    int ent = entry_of_trailer(e, r);
+    Layout *L = &e->lay[ent];
+    if (L->tr_time < 0 || !L->has_trailer || r->size - 8 < (uint32_t)L->trailer_size) return 0;
+    *t = rd64(r->data + r->size - L->tr_time);
+    return 1;
+}
+
+static int sort_record(Engine *e, Rec *r) {
+    if (r->type == T_FINISHED_ROUND) {
+        e->rounds++;
+        if (e->have_next_flush)
+            while (e->hn && e->heap[0].time <= e->next_flush) {
+                e->last_flushed = e->heap[0].time;
+                if (feed_record(e, heap_pop(e)) < 0) { free(r); return -1; }
+            }
+        e->next_flush = e->max_time; e->have_next_flush = 1;
+        return feed_record(e, r);
+    }
+    uint64_t t;
+    if (!time_of(e, r, &t)) return feed_record(e, r);
+    if (t < e->last_flushed) e->unordered++;
+    if (t > e->max_time) e->max_time = t;
+    if (heap_push(e, t, r) < 0) { free(r); return -1; }
+    if (e->hn > e->max_queued_seen) e->max_queued_seen = e->hn;
+    if (e->hn > e->max_queued) {
+        e->forced_flushes++;
+        for (size_t k = e->hn / 2; k; k--) {
+            e->last_flushed = e->heap[0].time;
+            if (feed_record(e, heap_pop(e)) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- framing (reader.py records) ------------------------------------------------------- */
+static int note(Engine *e, Rec *r) {
+    PyObject *o = make_record(e, r);
+    if (!o) return -1;
+    PyObject *plan = PyObject_CallOneArg(e->note_cb, o);
+    Py_DECREF(o);
+    if (!plan) return -1;
+    int rc = plan == Py_None ? 0 : load_plan(e, plan);
+    Py_DECREF(plan);
+    return rc;
+}
+
+static int is_note(uint16_t t) {
+    return t == T_HEADER_ATTR || t == T_ID_INDEX || t == T_HEADER_FEATURE || t == T_EVENT_UPDATE;
+}
+
+static int frame_inner(Engine *e);
+
+/* One whole record of the stream at file offset ``at``. */
+static int take(Engine *e, const unsigned char *p, uint32_t size, uint64_t at, int inner) {
+    if (rd32(p) > 0xFFFF) FAIL(e, "record type past 16 bits", at);
+    uint16_t t = rd16(p);
+    if (t == T_AUXTRACE || t == T_TRACING_DATA)
+        FAIL(e, "record with a payload outside its size", at);
+    if (inner && (t == T_COMPRESSED || t == T_COMPRESSED2))
+        FAIL(e, "container inside a container", at);
+    Rec *r = malloc(sizeof(Rec) + size);
+    if (!r) { PyErr_NoMemory(); return -1; }
+    r->offset = at; r->size = size; r->type = t; r->misc = rd16(p + 4);
+    memcpy(r->data, p, size);
+    if (is_note(t) && note(e, r) < 0) { free(r); return -1; }
+    if (t != T_COMPRESSED && t != T_COMPRESSED2) return sort_record(e, r);
+    /* the container is yielded first, then its contents (reader.py) */
+    PyObject *o = make_record(e, r);
+    if (!o) { free(r); return -1; }
+    if (sort_record(e, r) < 0) { Py_DECREF(o); return -1; }
+    PyObject *raw = PyObject_CallOneArg(e->decompress_cb, o);
+    Py_DECREF(o);
+    if (!raw) return -1;
+    char *b; Py_ssize_t n;
+    if (PyBytes_AsStringAndSize(raw, &b, &n) < 0) { Py_DECREF(raw); return -1; }
+    if (reserve(&e->zin, &e->zin_cap, e->zin_len + n) < 0) { Py_DECREF(raw); return -1; }
+    memcpy(e->zin + e->zin_len, b, n);
+    e->zin_len += n;
+    Py_DECREF(raw);
+    e->zoffset = at;
+    return frame_inner(e);
+}
+
+static int frame_inner(Engine *e) {
+    size_t pos = 0;
+    while (e->zin_len - pos >= 8) {
+        uint16_t size = rd16(e->zin + pos + 6);
+        if (size < 8) FAIL(e, "decompressed record smaller than its header", e->zoffset);
+        if (e->zin_len - pos < size) break;
+        if (take(e, e->zin + pos, size, e->zoffset, 1) < 0) return -1;
+        pos += size;
+    }
+    memmove(e->zin, e->zin + pos, e->zin_len - pos);
+    e->zin_len -= pos;
+    return 0;
+}
+
+/* ---- the Python type ------------------------------------------------------------------- */
+static PyObject *take_output(Engine *e) {
+    if (e->mode == MODE_FILE) {
+        PyObject *b = PyBytes_FromStringAndSize((const char *)e->out, (Py_ssize_t)e->out_len);
+        e->out_len = 0;
+        return b;
+    }
+    if (e->mode == MODE_EVENTS) {
+        PyObject *ev = e->events;
+        e->events = PyList_New(0);
+        if (!e->events) { e->events = ev; return NULL; }
+        return ev;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *Engine_feed(Engine *e, PyObject *arg) {
+    if (e->failed) return fail(e, "engine already failed (at %#llx)", e->in_base);
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (reserve(&e->in, &e->in_cap, e->in_len + view.len) < 0) { PyBuffer_Release(&view); return NULL; }
+    memcpy(e->in + e->in_len, view.buf, view.len);
+    e->in_len += view.len;
+    PyBuffer_Release(&view);
+    size_t pos = 0;
+    while (e->in_len - pos >= 8) {
+        uint16_t size = rd16(e->in + pos + 6);
+        if (size < 8) { e->failed = 1; return fail(e, "record smaller than its header (at %#llx)", e->in_base + pos); }
+        if (e->in_len - pos < size) break;
+        if (take(e, e->in + pos, size, e->in_base + pos, 0) < 0) { e->failed = 1; return NULL; }
+        pos += size;
+    }
+    memmove(e->in, e->in + pos, e->in_len - pos);
+    e->in_len -= pos;
+    e->in_base += pos;
+    return take_output(e);
+}
+
+static PyObject *Engine_finish(Engine *e, PyObject *noarg) {
+    if (e->failed) return fail(e, "engine already failed (at %#llx)", e->in_base);
+    if (e->in_len) return fail(e, "input ends inside a record (at %#llx)", e->in_base);
+    if (e->zin_len) return fail(e, "compressed stream ends inside a record (at %#llx)", e->zoffset);
+    while (e->hn)
+        if (feed_record(e, heap_pop(e)) < 0) { e->failed = 1; return NULL; }
+    if (st_finish(e) < 0 || drain(e) < 0) { e->failed = 1; return NULL; }
+    return take_output(e);
+}
+
+static PyObject *u64_dict(uint64_t *arr) {
+    PyObject *d = PyDict_New();
+    for (int t = 0; d && t < 65536; t++) {
+        if (!arr[t]) continue;
+        PyObject *k = PyLong_FromLong(t), *v = PyLong_FromUnsignedLongLong(arr[t]);
+        if (!k || !v || PyDict_SetItem(d, k, v) < 0) { Py_XDECREF(k); Py_XDECREF(v); Py_DECREF(d); return NULL; }
+        Py_DECREF(k); Py_DECREF(v);
+    }
+    return d;
+}
+
+static PyObject *noted_list(Noted *n, int count, int with_reason) {
+    PyObject *l = PyList_New(0);
+    for (int i = 0; l && i < count; i++) {
+        PyObject *t = with_reason
+            ? Py_BuildValue("(NNKi)", opt_u64(n[i].has_time, n[i].time), opt_i64(n[i].has_tid, n[i].tid),
+                            (unsigned long long)n[i].cookie, n[i].reason)
+            : Py_BuildValue("(NNK)", opt_u64(n[i].has_time, n[i].time), opt_i64(n[i].has_tid, n[i].tid),
+                            (unsigned long long)n[i].cookie);
+        if (!t || PyList_Append(l, t) < 0) { Py_XDECREF(t); Py_DECREF(l); return NULL; }
+        Py_DECREF(t);
+    }
+    return l;
+}
+
+/* Everything counted, for accel.py to put into a StitchReport. */
+static PyObject *Engine_state(Engine *e, PyObject *noarg) {
+    PyObject *cells = PyList_New(0);
+    for (size_t i = 0; cells && i < e->ncells; i++) {
+        Cell *c = &e->cells[i];
+        PyObject *n = PyTuple_New(NKEYS), *f = PyTuple_New(NKEYS);
+        for (int k = 0; n && f && k < NKEYS; k++) {
+            PyTuple_SET_ITEM(n, k, PyLong_FromUnsignedLongLong(c->n[k]));
+            PyTuple_SET_ITEM(f, k, PyLong_FromUnsignedLongLong(c->first[k]));
+        }
+        PyObject *t = n && f ? Py_BuildValue("(NNNNOK)", opt_i64(!c->tid_none, c->tid), opt_i64(!c->cpu_none, c->cpu),
+                                             n, f, c->comm ? c->comm : Py_None,
+                                             (unsigned long long)c->comm_seq) : NULL;
+        if (!t || PyList_Append(cells, t) < 0) { Py_XDECREF(t); Py_CLEAR(cells); break; }
+        Py_DECREF(t);
+    }
+    PyObject *unm = PyTuple_New(NKEYS);
+    for (int k = 0; unm && k < NKEYS; k++) PyTuple_SET_ITEM(unm, k, PyLong_FromUnsignedLongLong(e->unmatched[k]));
+    return Py_BuildValue(
+        "{s:K,s:K,s:K,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:O}",
+        "samples", e->samples, "stitched", e->stitched, "stitched_after_stack", e->after_stack,
+        "passed", e->passed, "unmatched", unm, "deferred_records", e->deferred_records,
+        "duplicate_deferred", e->duplicates, "orphan_deferred", e->orphans,
+        "dropped_frames", e->dropped_frames, "lost_records", e->lost_records,
+        "lost_events", e->lost_events, "max_pending", e->max_pending_seen,
+        "first_unmatched", noted_list(e->first_unmatched, e->nfirst, 1),
+        "orphans", noted_list(e->orphan_list, e->norphan, 0),
+        "cells", cells, "counts", u64_dict(e->counts), "dropped", u64_dict(e->dropped),
+        "unordered", e->unordered, "max_queued", e->max_queued_seen,
+        "forced_flushes", e->forced_flushes, "rounds", e->rounds,
+        "deferred_without_tid", e->deferred_without_tid, "rewritten", e->rewritten,
+        "comms", e->comms);
+}
+
+static int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
+    static char *names[] = {"plan", "mode", "keep", "note", "decompress", "record",
+                            "max_pending", "window", "exit_grace", "max_queued", "base", NULL};
+    PyObject *plan, *note_cb, *dec_cb, *rec_cls;
+    Py_buffer keep;
+    unsigned long long mp, win, grace, mq, base = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oiy*OOOKKKK|K", names, &plan, &e->mode, &keep, &note_cb,
+                                     &dec_cb, &rec_cls, &mp, &win, &grace, &mq, &base))
+        return -1;
+    if (keep.len != 65536) { PyBuffer_Release(&keep); PyErr_SetString(PyExc_ValueError, "keep: 65536 flags"); return -1; }
+    memcpy(e->keep, keep.buf, 65536);
+    PyBuffer_Release(&keep);
+    e->in_base = base;                /* file offset of the first byte fed */
+    e->max_pending = mp; e->window = win; e->exit_grace = grace; e->max_queued = mq;
+    Py_INCREF(note_cb); Py_INCREF(dec_cb); Py_INCREF(rec_cls);
+    e->note_cb = note_cb; e->decompress_cb = dec_cb; e->record_cls = rec_cls;
+    e->comms = PyDict_New();
+    e->events = PyList_New(0);
+    if (!e->comms || !e->events || map_init(&e->tasks, 1024) < 0 || map_init(&e->cellmap, 256) < 0)
+        return -1;
+    return load_plan(e, plan);
+}
+
+static void Engine_dealloc(Engine *e) {
+    while (e->hn) free(heap_pop(e));
+    for (size_t i = 0; i < e->flen; i++) {
+        FItem *it = &e->fifo[(e->fhead + i) % e->fcap];
+        if (it->s) samp_free(it->s); else free(it->rec);
+    }
+    if (e->tasks.s)
+        for (size_t i = 0; i < e->tasks.cap; i++)
+            if (e->tasks.s[i].val) { Task *t = e->tasks.s[i].val; stack_put(t->stack); free(t); }
+    for (size_t i = 0; i < e->ncells; i++) Py_XDECREF(e->cells[i].comm);
+    free(e->tasks.s); free(e->by_id.s); free(e->cellmap.s); free(e->cells); free(e->lay);
+    free(e->in); free(e->zin); free(e->heap); free(e->fifo); free(e->ex); free(e->out);
+    Py_XDECREF(e->note_cb); Py_XDECREF(e->decompress_cb); Py_XDECREF(e->record_cls);
+    Py_XDECREF(e->comms); Py_XDECREF(e->events);
+    Py_TYPE(e)->tp_free((PyObject *)e);
+}
+
+static PyMethodDef Engine_methods[] = {
+    {"feed", (PyCFunction)Engine_feed, METH_O, "feed(bytes): frame, order, stitch; the output so far"},
+    {"finish", (PyCFunction)Engine_finish, METH_NOARGS, "end of input: flush, give up what waits"},
+    {"state", (PyCFunction)Engine_state, METH_NOARGS, "the counts, for a StitchReport"},
+    {NULL}
+};
+
+static PyTypeObject EngineType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "deferstitch._accel.Engine",
+    .tp_basicsize = sizeof(Engine),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The stitch pipeline for one perf.data data section (see the module docstring).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Engine_init,
+    .tp_dealloc = (destructor)Engine_dealloc,
+    .tp_methods = Engine_methods,
+};
+
+static struct PyModuleDef accel_module = {
+    PyModuleDef_HEAD_INIT, "deferstitch._accel",
+    "The stitch pipeline's per-record work in C (see _accel.c).", -1, NULL
+};
+
+PyMODINIT_FUNC PyInit__accel(void) {
+    if (PyType_Ready(&EngineType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&accel_module);
+    if (!m) return NULL;
+    Fallback = PyErr_NewException("deferstitch._accel.Fallback", NULL, NULL);
+    Py_INCREF(&EngineType);
+    if (PyModule_AddObject(m, "Engine", (PyObject *)&EngineType) < 0 ||
+        PyModule_AddObject(m, "Fallback", Fallback) < 0)
+        return NULL;
+    PyModule_AddIntConstant(m, "MODE_FILE", MODE_FILE);
+    PyModule_AddIntConstant(m, "MODE_EVENTS", MODE_EVENTS);
+    PyModule_AddIntConstant(m, "MODE_NONE", MODE_NONE);
+    return m;
+}

@@ -1,0 +1,148 @@
+"""Drive the C engine (deferstitch/_accel.c) over a perf.data, when it can take the file.
+
+    data section, 4 MiB at a time -> Engine.feed -> bytes (stitched records) or events
+
+The engine does the per-record work of reader -> sorter -> PerfFeed -> Stitcher with the same
+rules; metadata records and compressed containers come back here (PerfData._note,
+_Decompressor), so each is decoded in one place. It takes seekable file-mode input in the
+host's byte order; anything else, and anything unusual inside (it raises ``Fallback`` at the
+first thing it does not take as ordinary), goes through the Python path, which is the
+definition and gives the errors with their offsets.
+"""
+import os
+import sys
+from collections import Counter
+
+from ..abi import consts as C
+from ..abi.sample import _FIXED_AND_CHAIN
+from ..model import PASSED, REASONS, STITCHED
+from ..report import StitchReport
+from ..stitcher import DEFAULT_EXIT_GRACE
+from .reader import CHUNK, Record, _Decompressor
+from .sorter import DEFAULT_MAX_QUEUED
+
+try:
+    from .. import _accel
+    Fallback = _accel.Fallback
+except ImportError:           # not built (no compiler), or perf's embedded Python
+    _accel = None
+
+    class Fallback(Exception):
+        pass
+
+MODE_FILE, MODE_EVENTS, MODE_NONE = 0, 1, 2
+KEYS = (STITCHED, PASSED) + REASONS      # the engine's outcome numbers
+READ_SIZE = 4 * CHUNK
+
+
+def available():
+    return _accel is not None
+
+
+def unavailable(perf):
+    """Why the engine cannot take this input, or None when it can."""
+    if _accel is None:
+        return "the C engine is not built"
+    if os.environ.get("DEFERSTITCH_ACCEL", "1") == "0":
+        return "DEFERSTITCH_ACCEL=0"
+    if perf.pipe or not perf._s.seekable:
+        return "not a seekable file-mode perf.data"
+    if perf.endian != ("<" if sys.byteorder == "little" else ">"):
+        return "byte order differs from this machine's"
+    if perf.feature_error is not None:
+        return "damaged feature sections"
+    if not all(_simple(e.layout) for e in perf.evlist.entries):
+        return "sample fields past the callchain"
+    return None
+
+
+def _simple(layout):
+    st = layout.sample_type
+    return not st & C.PERF_SAMPLE_READ and not st & ~_FIXED_AND_CHAIN
+
+
+def plan(evlist):
+    """What the engine needs of the attrs: where ids, times, tids and chains sit (SampleLayout)."""
+    lays = []
+    for ent in evlist.entries:
+        lay = ent.layout
+        names = lay.prefix_names
+        lays.append((int(_simple(lay)), lay.time_offset, lay.tid_offset,
+                     lay._prefix_offset(names, "cpu"), lay._prefix_offset(names, "period"),
+                     lay.prefix_end, int(lay.has_callchain), lay.trailer.size,
+                     lay.trailer_time_from_end, lay.trailer_tid_from_end, int(bool(lay.trailer_names))))
+    return (evlist._sample_id_at, evlist._trailer_id_from_end,
+            {i: ent.index for i, ent in evlist.by_id.items()}, lays)
+
+
+class EngineRun:
+    """One pass of the engine over ``perf``: ``chunks()`` yields its output as it comes,
+    ``report()`` gives the StitchReport after the last chunk."""
+
+    def __init__(self, perf, mode, max_pending, window=None, keep=None):
+        self.perf = perf
+        self.decomp = None
+        flags = bytes(1 if keep is None or keep(t) else 0 for t in range(65536))
+        self.engine = _accel.Engine(plan(perf.evlist), mode, flags, self._note, self._decompress,
+                                    Record, max_pending,
+                                    window if window is not None else max(5 * max_pending, 1024),
+                                    DEFAULT_EXIT_GRACE, DEFAULT_MAX_QUEUED, perf.data_start)
+
+    def _note(self, rec):
+        self.perf._note(rec)
+        return plan(self.perf.evlist)
+
+    def _decompress(self, rec):
+        if self.decomp is None:
+            self.decomp = _Decompressor(self.perf.path)
+        return self.decomp.payload(self.perf, rec)
+
+    def chunks(self):
+        """The engine's output per READ_SIZE of input; Fallback when the data section is cut
+        short (the Python path says where)."""
+        perf = self.perf
+        f = perf._f
+        f.seek(perf.data_start)
+        left = perf.data_end - perf.data_start
+        feed = self.engine.feed
+        while left > 0:
+            buf = f.read(min(READ_SIZE, left))
+            if not buf:
+                raise Fallback("file ends inside the data section")
+            left -= len(buf)
+            yield feed(buf)
+        yield self.engine.finish()
+
+    def report(self):
+        st = self.engine.state()
+        r = StitchReport()
+        for k in ("samples", "stitched", "stitched_after_stack", "passed", "deferred_records",
+                  "duplicate_deferred", "orphan_deferred", "dropped_frames", "lost_records",
+                  "lost_events", "max_pending"):
+            setattr(r, k, st[k])
+        first = sorted((seq, k) for k, n in enumerate(st["unmatched"]) if n
+                       for seq in [_first_seen(st["cells"], k)])
+        r.unmatched = Counter({KEYS[k]: st["unmatched"][k] for _seq, k in first})
+        r.first_unmatched = [(t, tid, c, KEYS[k]) for t, tid, c, k in st["first_unmatched"]]
+        r.orphans = list(st["orphans"])
+        cells, comms = [], {}
+        for tid, cpu, counts, firsts, comm, comm_seq in st["cells"]:
+            for k, n in enumerate(counts):
+                if n:
+                    cells.append((firsts[k], (tid, cpu, KEYS[k]), n))
+            if comm is not None and comm_seq > comms.get(tid, (0, None))[0]:
+                comms[tid] = (comm_seq, comm)
+        r._cells = {key: n for _seq, key, n in sorted(cells, key=lambda c: c[0])}
+        r._comms = {tid: comm for tid, (_seq, comm) in comms.items()}
+        if st["deferred_without_tid"]:
+            r.extra["deferred_without_tid"] = st["deferred_without_tid"]
+        r.extra.update({"records": {C.record_name(t): n for t, n in sorted(st["counts"].items())},
+                        "unordered_records": st["unordered"],
+                        "max_queued_in_sorter": st["max_queued"],
+                        "forced_sorter_flushes": st["forced_flushes"]})
+        self.dropped = st["dropped"]
+        return r
+
+
+def _first_seen(cells, k):
+    return min(c[3][k] for c in cells if c[2][k])
