@@ -22,6 +22,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,8 +228,10 @@ typedef struct {
 } Engine;
 
 static PyObject *fail(Engine *e, const char *fmt, unsigned long long at) {
+    char msg[160];
     e->failed = 1;
-    PyErr_Format(Fallback, fmt, at);
+    snprintf(msg, sizeof msg, fmt, at);        /* (PyErr_Format has no %#llx before 3.12) */
+    PyErr_SetString(Fallback, msg);
     return NULL;
 }
 #define FAIL(e, msg, at) do { fail((e), msg " (at %#llx)", (unsigned long long)(at)); return -1; } while (0)

@@ -64,11 +64,11 @@ def _progress(perf, quiet):
     return tick
 
 
-def _run(args, make, symbols=False):
-    """Open the input and run it into ``make(perf, ctx)``: through the C engine when it can
-    take the file (perfdata/engine.py), else, or when it falls back, through the Python path.
-    Returns (report, output)."""
-    perf = PerfData.open(args.input)
+def _run(args, make, symbols=False, perf=None):
+    """Run the input (``perf`` if already open) into ``make(perf, ctx)``: through the C engine
+    when it can take the file (perfdata/engine.py), else, or when it falls back, through the
+    Python path. Returns (report, output)."""
+    perf = perf or PerfData.open(args.input)
     ctx = _context(perf, args) if symbols else None
     out = make(perf, ctx)
     mode = _engine_mode(out)
@@ -205,7 +205,7 @@ def cmd_info(args):
 
 
 def cmd_stitch(args):
-    PerfData.open(args.input).close()       # a bad input says so before any output exists
+    perf = PerfData.open(args.input)        # a bad input says so before any output exists
     to_stdout = args.output in (None, "-")
     if to_stdout and sys.stdout.isatty():
         raise DeferstitchError("refusing to write a perf.data to a terminal: give -o FILE or redirect")
@@ -218,7 +218,7 @@ def cmd_stitch(args):
     err = None
     try:
         try:
-            rep, out = _run(args, make)
+            rep, out = _run(args, make, perf=perf)
         except FormatError as e:        # damaged input: what was good before it is written
             err, rep, out = e, None, made[-1]
         if to_stdout:

@@ -286,6 +286,8 @@ def _check_cli(cmd, path, rep, outp, extra):
         j = json.loads(out)
         assert j["samples"] == j["stitched"] + j["passed"] + sum(j["unmatched"].values())
         assert j["conserved"] and j["samples"] == rep.samples
+        # the CLI took the C engine where it could: it must say what the Python path says
+        assert j == json.loads(json.dumps(rep.to_json())), "engine and Python reports differ"
     elif cmd == "stitch":
         with PerfData.open(str(outp)) as p:         # what we write, we read back
             n = sum(1 for r in p.records() if r.type == C.PERF_RECORD_SAMPLE)

@@ -1,13 +1,19 @@
 """The report as tables: totals by outcome and reason, by thread, by CPU, first unmatched."""
-try:
-    from tabulate import tabulate
-except ImportError:          # perf's embedded Python may not have it: plain columns then
-    tabulate = None
-
 from ..model import PASSED, REASONS, STITCHED
 
 
+def _tabulate():
+    """tabulate, imported when a table is drawn (it costs 50 ms of every command's start);
+    None in perf's embedded Python when it lacks it: plain columns then."""
+    try:
+        from tabulate import tabulate
+    except ImportError:
+        return None
+    return tabulate
+
+
 def table(rows, headers):
+    tabulate = _tabulate()
     if tabulate is not None:
         return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
     cols = [headers] + [[str(c) for c in r] for r in rows]

@@ -1,0 +1,220 @@
+"""The C engine (deferstitch/_accel.c) against the Python path, which defines the rules.
+
+Each case runs the same command twice in-process, DEFERSTITCH_ACCEL=0 (Python) and
+DEFERSTITCH_ACCEL=require (the engine, or an error if it was not used), and wants the same
+exit status, the same stdout byte for byte (report tables and JSON, folded lines) and the same
+stitched perf.data byte for byte: on every real capture, on random synthetic streams that walk
+every cookie rule (hypothesis), and on damaged files, where the engine must fall back.
+"""
+import contextlib
+import io
+import os
+import shutil
+import struct
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from conftest import CAPTURES, SCENARIOS, capture
+from synth import BASIC, K, Synth, make_attr
+from deferstitch import cli
+from deferstitch.abi import consts as C
+from deferstitch.perfdata import engine
+from deferstitch.perfdata.feed import PerfFeed
+from deferstitch.perfdata.reader import PerfData
+
+KALLSYMS = CAPTURES / "kallsyms.xz"
+SYMFS = CAPTURES / "bin"
+FILE_MODE = [s for s in SCENARIOS if s != "pipe"]
+
+
+@pytest.fixture(autouse=True)
+def _engine_built():
+    if not engine.available():
+        pytest.skip("the C engine is not built: a C compiler and the Python headers, then "
+                    "pip install -e . (apt-get install gcc libpython3-dev)")
+
+
+def test_engine_is_built_where_it_can_be():
+    """CI has gcc: a build that silently dropped the engine would skip every test below."""
+    if shutil.which("gcc") is None and shutil.which("cc") is None:
+        pytest.skip("no C compiler: apt-get install gcc")
+    assert engine.available(), "deferstitch._accel did not build: run pip install -e . and read its log"
+
+
+def run(mode, argv):
+    old = os.environ.get("DEFERSTITCH_ACCEL")
+    os.environ["DEFERSTITCH_ACCEL"] = mode
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = cli.main([str(a) for a in argv])
+    finally:
+        if old is None:
+            del os.environ["DEFERSTITCH_ACCEL"]
+        else:
+            os.environ["DEFERSTITCH_ACCEL"] = old
+    return rc, out.getvalue(), err.getvalue()
+
+
+def both(argv, out_file=None):
+    """(python result, engine result); a result is (rc, stdout, stderr, bytes of out_file)."""
+    res = []
+    for mode in ("0", "require"):
+        rc, out, err = run(mode, argv)
+        data = Path(out_file).read_bytes() if out_file and Path(out_file).exists() else None
+        res.append((rc, out, err, data))
+        if out_file and Path(out_file).exists():
+            os.unlink(out_file)
+    return res
+
+
+def assert_same(py, fast):
+    assert fast[2] == py[2], "stderr differs:\n%s\n---\n%s" % (py[2], fast[2])
+    assert fast[0] == py[0]
+    assert fast[1] == py[1], "stdout differs"
+    assert fast[3] == py[3], "stitched file differs"
+
+
+def commands(path, tmp):
+    out = str(Path(tmp) / "st.data")
+    yield ["report", path, "--json"], None
+    yield ["report", path], None
+    yield ["stitch", path, "-o", out], out
+    yield ["stitch", path, "--native", "-o", out, "--max-pending", "50"], out
+    yield ["folded", path, "--no-symbols", "--weight", "period"], None
+    yield ["report", path, "--json", "--max-pending", "7"], None
+
+
+@pytest.mark.parametrize("scenario", FILE_MODE)
+def test_same_as_python_on_real_captures(scenario, tmp_path):
+    path, _folder = capture(scenario)
+    for argv, out in commands(path, tmp_path):
+        py, fast = both(argv, out)
+        assert py[0] == 0, py[2]
+        assert_same(py, fast)
+    if KALLSYMS.exists():
+        py, fast = both(["folded", path, "--kallsyms", KALLSYMS, "--symfs", SYMFS])
+        assert py[1].count("\n") > 10
+        assert_same(py, fast)
+
+
+def test_pipe_input_takes_the_python_path():
+    path, _folder = capture("pipe")
+    rc, _out, err = run("require", ["report", path])
+    assert rc == 2 and "C engine was not used: not a seekable file-mode perf.data" in err
+    rc, out, _err = run("1", ["report", path, "--json"])
+    assert rc == 0 and '"conserved": true' in out
+
+
+@pytest.mark.parametrize("nth", [3, 500, 5000])
+def test_damage_falls_back_to_the_python_path(nth, tmp_path):
+    """A record size of 4 inside the data section: the engine gives up there, the Python path
+    gives the error with its offset and writes what came before it; by default the user sees
+    exactly what the Python path says."""
+    path, _folder = capture("a_per_task")
+    raw = bytearray(path.read_bytes())
+    with PerfData.open(str(path)) as perf:
+        at = next(r.offset for i, r in enumerate(perf.records()) if i == nth)
+    struct.pack_into("<H", raw, at + 6, 4)
+    bad = tmp_path / "bad.data"
+    bad.write_bytes(bytes(raw))
+    out = str(tmp_path / "st.data")
+    argv = ["stitch", bad, "-o", out]
+    py = run("0", argv), Path(out).read_bytes()
+    default = run("1", argv), Path(out).read_bytes()
+    assert default == py
+    assert py[0][0] == 2 and "offset %#x" % at in py[0][2]
+    rc, _o, err = run("require", argv)
+    assert rc == 2 and "fell back at" in err and "%#x" % at in err
+
+
+# -- random synthetic streams through every cookie rule ----------------------------------------
+TIDS = [10, 11, 12, 13]
+event = st.one_of(
+    st.tuples(st.just("sample"), st.sampled_from(TIDS), st.sampled_from([None, 1, 2, 3])),
+    st.tuples(st.just("deferred"), st.sampled_from(TIDS), st.sampled_from([1, 2, 3])),
+    st.tuples(st.just("exit"), st.sampled_from(TIDS), st.just(0)),
+    st.tuples(st.just("fork"), st.sampled_from(TIDS), st.sampled_from(TIDS)),
+    st.tuples(st.just("comm"), st.sampled_from(TIDS), st.sampled_from(["a", "b c", ""])),
+    st.tuples(st.just("lost"), st.just(0), st.integers(1, 3)),
+    st.tuples(st.just("round"), st.just(0), st.just(0)),
+    st.tuples(st.just("gap"), st.just(0), st.sampled_from([10, 2_000_000_000])),
+)
+
+
+def synth_file(events, path, cpu_attr):
+    attrs = [make_attr(sample_type=BASIC | C.PERF_SAMPLE_CPU | C.PERF_SAMPLE_IDENTIFIER),
+             make_attr(sample_type=BASIC | C.PERF_SAMPLE_CPU | C.PERF_SAMPLE_IDENTIFIER, config=1)] \
+        if cpu_attr else None
+    f = Synth(attrs=attrs)
+    t = 1000
+    for i, (kind, a, b) in enumerate(events):
+        t += 100
+        if kind == "sample":
+            f.sample(a, t, kernel=K + [0xffffffff81000000 + i], cookie=b, user=None if b else [0x401000 + i],
+                     attr_index=i % 2 if cpu_attr else 0, cpu=i % 3)
+        elif kind == "deferred":
+            f.deferred(a, t, b, [0x400000 + i, 0x400100])
+        elif kind == "exit":
+            f.exit(a, t)
+        elif kind == "fork":
+            f.raw(C.PERF_RECORD_FORK, struct.pack("<iiiiQ", a, b, a, b, t) + f.trailer(a, t))
+        elif kind == "comm":
+            f.raw(C.PERF_RECORD_COMM, struct.pack("<ii", a, a) + b.encode() + b"\0" * (8 - len(b) % 8)
+                  + f.trailer(a, t))
+        elif kind == "lost":
+            f.lost(t, b)
+        elif kind == "round":
+            f.round()
+        else:
+            t += b
+    return f.save(path)
+
+
+@settings(max_examples=int(os.environ.get("DEFERSTITCH_ACCEL_EXAMPLES", "150")), deadline=None,
+          derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(events=st.lists(event, min_size=1, max_size=60), cpu_attr=st.booleans(),
+       max_pending=st.sampled_from([2, 5, 1000]))
+@example(events=[("sample", 10, 1)] * 4 + [("sample", 11, 2)] * 3 + [("deferred", 11, 2)],
+         cpu_attr=False, max_pending=2)                                  # eviction
+@example(events=[("sample", 10, 1), ("exit", 10, 0), ("gap", 0, 2_000_000_000), ("sample", 11, 1),
+                 ("fork", 12, 11), ("exit", 12, 0), ("fork", 12, 11), ("sample", 12, 3)],
+         cpu_attr=True, max_pending=1000)                                # exit grace, tid reuse
+@example(events=[("sample", 10, 1), ("lost", 0, 2), ("deferred", 10, 2), ("deferred", 10, 2),
+                 ("sample", 10, 2), ("deferred", 13, 1)], cpu_attr=False, max_pending=5)
+def test_same_as_python_on_random_streams(events, cpu_attr, max_pending):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = synth_file(events, Path(tmp) / "s.data", cpu_attr)
+        out = str(Path(tmp) / "st.data")
+        for argv, o in (
+                (["report", path, "--json", "--max-pending", max_pending], None),
+                (["stitch", path, "-q", "-o", out, "--max-pending", max_pending], out),
+                (["folded", path, "--no-symbols", "--max-pending", max_pending], None)):
+            py, fast = both(argv, o)
+            assert py[0] == 0, py[2]
+            assert_same(py, fast)
+        assert library_report(path, max_pending, window=4, fast=False) == \
+            library_report(path, max_pending, window=4, fast=True)
+
+
+class _Null:
+    def record(self, rec):
+        pass
+
+    def sample(self, s):
+        pass
+
+
+def library_report(path, max_pending, window, fast):
+    """The report of one pass with a tiny hold-back window (which the CLI does not expose)."""
+    with PerfData.open(str(path)) as perf:
+        if fast:
+            run_ = engine.EngineRun(perf, engine.MODE_NONE, max_pending, window=window)
+            for _chunk in run_.chunks():
+                pass
+            return run_.report().to_json()
+        return PerfFeed(perf, _Null(), max_pending=max_pending, window=window).run().to_json()
