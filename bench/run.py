@@ -57,6 +57,10 @@ def tools(have_perf):
            ("ds stitch", lambda f: py + ["stitch", f, "-q", "-o", "bench-out.data"]),
            ("ds folded", lambda f: py + ["folded", f, "-q", "-o", os.devnull]),
            ("ds report", lambda f: py + ["report", f, "-q", "--json"])]
+    # the same commands on the Python path (what perf's embedded Python and non-file inputs get)
+    slow = ["env", "DEFERSTITCH_ACCEL=0"] + py
+    out += [("ds stitch (Python path)", lambda f: slow + ["stitch", f, "-q", "-o", "bench-out.data"]),
+            ("ds folded (Python path)", lambda f: slow + ["folded", f, "-q", "-o", os.devnull])]
     if have_perf:
         sp = str(SID_PERF)
         out += [("perf script", lambda f: [sp, "script", "-i", f]),
@@ -175,6 +179,13 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     have_perf = not args.no_perf and have_sid_perf()
+    # byte-compile the package first, as pip does on install: an editable checkout under
+    # PYTHONDONTWRITEBYTECODE would otherwise compile every module on every run
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "deferstitch")], check=True)
+    from deferstitch.perfdata import engine
+    if not engine.available():
+        print("bench: the C engine is not built (pip install -e .): ds stitch/folded/report "
+              "measure the Python path", file=sys.stderr)
     inputs = prepare(args.quick)
     results = []
     for label, name, group, (nrec, nsamp, size) in inputs:
@@ -227,6 +238,7 @@ def main(argv=None):
                     "cpus": os.cpu_count(), "kernel": platform.release(),
                     "cpu": _cpu_model()},
            "perf": _perf_version() if have_perf else None, "quick": args.quick,
+           "engine": engine.available(),
            "results": results, "targets": summary}
     out = Path(args.json) if args.json else CACHE / "results.json"
     out.write_text(json.dumps(doc, indent=1))

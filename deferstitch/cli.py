@@ -102,7 +102,7 @@ def _engine_mode(out):
 
 def _run_engine(perf, out, args, ctx, mode):
     run = engine.EngineRun(perf, mode, args.max_pending,
-                           keep=out.writer.keep if mode == engine.MODE_FILE else None)
+                           keep=out.writer.keep_table() if mode == engine.MODE_FILE else None)
     tick = _progress(perf, args.quiet)
     done = perf.data_start
     for chunk in run.chunks():

@@ -1,4 +1,5 @@
 """The reader and writer on real captures and on synthetic edge cases."""
+import io
 import json
 import struct
 
@@ -206,3 +207,12 @@ def test_stitch_of_a_file_mode_pipe_equals_the_file_run(tmp_path):
     assert piped.returncode == 0, piped.stderr
     assert run_cli("stitch", path, "-q", "-o", tmp_path / "f.data").returncode == 0
     assert piped.stdout == (tmp_path / "f.data").read_bytes()      # features too
+
+
+@pytest.mark.parametrize("compat", [False, True])
+def test_keep_table_is_keep_for_every_record_type(compat):
+    """The C engine writes what keep_table() says: it must be keep(), type for type."""
+    w = PerfWriter(io.BytesIO(), "<", compat=compat)
+    table = w.keep_table()
+    assert len(table) == 65536
+    assert [bool(b) for b in table] == [w.keep(t) for t in range(65536)]

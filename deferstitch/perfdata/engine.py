@@ -80,9 +80,10 @@ class EngineRun:
     ``report()`` gives the StitchReport after the last chunk."""
 
     def __init__(self, perf, mode, max_pending, window=None, keep=None):
+        """``keep``: 65536 flags, which record types a MODE_FILE output writes (keep_table)."""
         self.perf = perf
         self.decomp = None
-        flags = bytes(1 if keep is None or keep(t) else 0 for t in range(65536))
+        flags = keep if keep is not None else b"\1" * 65536
         self.engine = _accel.Engine(plan(perf.evlist), mode, flags, self._note, self._decompress,
                                     Record, max_pending,
                                     window if window is not None else max(5 * max_pending, 1024),

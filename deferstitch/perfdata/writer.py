@@ -41,6 +41,13 @@ class PerfWriter:
             return False
         return True
 
+    def keep_table(self):
+        """keep() of every u16 record type, one byte each (the C engine's copy of the rule):
+        past the last type it names, the rule no longer depends on the type."""
+        last = max(max(PIPE_ONLY), C.PERF_RECORD_CALLCHAIN_DEFERRED, C.PERF_RECORD_LAST_KNOWN_TO_61) + 1
+        head = bytes(self.keep(t) for t in range(last + 1))
+        return head + head[-1:] * (65536 - len(head))
+
     def write(self, rec, data=None):
         """Write one record (``data`` replaces its bytes, e.g. a stitched sample)."""
         if rec.type == C.PERF_RECORD_HEADER_TRACING_DATA and len(rec.data) >= 12:
