@@ -1,6 +1,6 @@
 """Drive the C engine (deferstitch/_accel.c) over a perf.data, when it can take the file.
 
-    data section, 4 MiB at a time -> Engine.feed -> bytes (stitched records) or events
+    data section, 1 MiB at a time -> Engine.feed -> bytes (stitched records) or events
 
 The engine does the per-record work of reader -> sorter -> PerfFeed -> Stitcher with the same
 rules; metadata records and compressed containers come back here (PerfData._note,
@@ -32,7 +32,7 @@ except ImportError:           # not built (no compiler), or perf's embedded Pyth
 
 MODE_FILE, MODE_EVENTS, MODE_NONE = 0, 1, 2
 KEYS = (STITCHED, PASSED) + REASONS      # the engine's outcome numbers
-READ_SIZE = 4 * CHUNK
+READ_SIZE = CHUNK
 
 
 def available():
