@@ -5,7 +5,7 @@
 The engine does the per-record work of reader -> sorter -> PerfFeed -> Stitcher with the same
 rules; metadata records and compressed containers come back here (PerfData._note,
 _Decompressor), so each is decoded in one place. It takes seekable file-mode input in the
-host's byte order; anything else, and anything unusual inside (it raises ``Fallback`` at the
+host's byte order (file or pipe format); anything else, and anything unusual inside (it raises ``Fallback`` at the
 first thing it does not take as ordinary), goes through the Python path, which is the
 definition and gives the errors with their offsets.
 """
@@ -45,8 +45,8 @@ def unavailable(perf):
         return "the C engine is not built"
     if os.environ.get("DEFERSTITCH_ACCEL", "1") == "0":
         return "DEFERSTITCH_ACCEL=0"
-    if perf.pipe or not perf._s.seekable:
-        return "not a seekable file-mode perf.data"
+    if perf.path == "<stdin>" or not perf._s.seekable or perf._s.size is None:
+        return "input is not a named regular file (standard input takes the Python path)"
     if perf.endian != ("<" if sys.byteorder == "little" else ">"):
         return "byte order differs from this machine's"
     if perf.feature_error is not None:
@@ -104,7 +104,8 @@ class EngineRun:
         perf = self.perf
         f = perf._f
         f.seek(perf.data_start)
-        left = perf.data_end - perf.data_start
+        end = perf.data_end if perf.data_end is not None else perf._s.size    # pipe format: to EOF
+        left = end - perf.data_start
         feed = self.engine.feed
         while left > 0:
             buf = f.read(min(READ_SIZE, left))

@@ -151,6 +151,7 @@ class PerfData:
         self.evlist = Evlist(e)
         self.features = {}            # feature bit -> raw payload bytes
         self.header = None
+        self.feature_error = None     # damaged feature sections (file mode), reported at the end
         if self.pipe:
             self.data_start, self.data_end = PIPE_HEADER_SIZE, None
             return
@@ -166,7 +167,6 @@ class PerfData:
         if h.data.offset < HEADER_SIZE:
             raise FormatError(path, 40, "data section at %#x overlaps the header" % h.data.offset)
         self._read_attrs(h)
-        self.feature_error = None
         if self._s.seekable:
             try:
                 self._read_features(h)
