@@ -1081,7 +1081,14 @@ static PyObject *take_output(Engine *e) {
     Py_RETURN_NONE;
 }
 
+static int cleared(Engine *e) {
+    if (e->comms && e->events) return 0;
+    PyErr_SetString(PyExc_RuntimeError, "engine used after it was cleared");
+    return 1;
+}
+
 static PyObject *Engine_feed(Engine *e, PyObject *arg) {
+    if (cleared(e)) return NULL;
     if (e->failed) return fail(e, "engine already failed (at %#llx)", e->in_base);
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
@@ -1104,6 +1111,7 @@ static PyObject *Engine_feed(Engine *e, PyObject *arg) {
 }
 
 static PyObject *Engine_finish(Engine *e, PyObject *noarg) {
+    if (cleared(e)) return NULL;
     if (e->failed) return fail(e, "engine already failed (at %#llx)", e->in_base);
     if (e->in_len) return fail(e, "input ends inside a record (at %#llx)", e->in_base);
     if (e->zin_len) return fail(e, "compressed stream ends inside a record (at %#llx)", e->zoffset);
@@ -1140,6 +1148,7 @@ static PyObject *noted_list(Noted *n, int count, int with_reason) {
 
 /* Everything counted, for accel.py to put into a StitchReport. */
 static PyObject *Engine_state(Engine *e, PyObject *noarg) {
+    if (cleared(e)) return NULL;
     PyObject *cells = PyList_New(0);
     for (size_t i = 0; cells && i < e->ncells; i++) {
         Cell *c = &e->cells[i];
@@ -1195,7 +1204,22 @@ static int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
     return load_plan(e, plan);
 }
 
+/* The callbacks are usually bound methods of the Python object that owns the engine: a cycle,
+ * so the engine takes part in garbage collection. */
+static int Engine_traverse(Engine *e, visitproc visit, void *arg) {
+    Py_VISIT(e->note_cb); Py_VISIT(e->decompress_cb); Py_VISIT(e->record_cls);
+    Py_VISIT(e->comms); Py_VISIT(e->events);
+    return 0;
+}
+
+static int Engine_clear(Engine *e) {
+    Py_CLEAR(e->note_cb); Py_CLEAR(e->decompress_cb); Py_CLEAR(e->record_cls);
+    Py_CLEAR(e->comms); Py_CLEAR(e->events);
+    return 0;
+}
+
 static void Engine_dealloc(Engine *e) {
+    PyObject_GC_UnTrack(e);
     while (e->hn) free(heap_pop(e));
     for (size_t i = 0; i < e->flen; i++) {
         FItem *it = &e->fifo[(e->fhead + i) % e->fcap];
@@ -1207,8 +1231,7 @@ static void Engine_dealloc(Engine *e) {
     for (size_t i = 0; i < e->ncells; i++) Py_XDECREF(e->cells[i].comm);
     free(e->tasks.s); free(e->by_id.s); free(e->cellmap.s); free(e->cells); free(e->lay);
     free(e->in); free(e->zin); free(e->heap); free(e->fifo); free(e->ex); free(e->out);
-    Py_XDECREF(e->note_cb); Py_XDECREF(e->decompress_cb); Py_XDECREF(e->record_cls);
-    Py_XDECREF(e->comms); Py_XDECREF(e->events);
+    Engine_clear(e);
     Py_TYPE(e)->tp_free((PyObject *)e);
 }
 
@@ -1223,7 +1246,9 @@ static PyTypeObject EngineType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "deferstitch._accel.Engine",
     .tp_basicsize = sizeof(Engine),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)Engine_traverse,
+    .tp_clear = (inquiry)Engine_clear,
     .tp_doc = "The stitch pipeline for one perf.data data section (see the module docstring).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Engine_init,

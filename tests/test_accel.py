@@ -219,3 +219,28 @@ def library_report(path, max_pending, window, fast):
                 pass
             return run_.report().to_json()
         return PerfFeed(perf, _Null(), max_pending=max_pending, window=window).run().to_json()
+
+
+def test_engines_are_freed(tmp_path):
+    """An engine and its callbacks form a cycle (EngineRun -> Engine -> bound methods): it must
+    take part in garbage collection, or every in-process run (a library user, the fuzz test)
+    keeps its buffers for good."""
+    import gc
+    import resource
+    path, _folder = capture("c_per_task")
+
+    def once():
+        with PerfData.open(str(path)) as perf:
+            r = engine.EngineRun(perf, engine.MODE_FILE, 1000)
+            for _chunk in r.chunks():
+                pass
+            r.report()
+    for _ in range(3):
+        once()
+    gc.collect()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for _ in range(40):
+        once()
+    gc.collect()
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown < 30 * 1024, "peak RSS grew by %d KiB over 40 runs" % grown

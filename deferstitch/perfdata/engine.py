@@ -82,21 +82,12 @@ class EngineRun:
     def __init__(self, perf, mode, max_pending, window=None, keep=None):
         """``keep``: 65536 flags, which record types a MODE_FILE output writes (keep_table)."""
         self.perf = perf
-        self.decomp = None
         flags = keep if keep is not None else b"\1" * 65536
-        self.engine = _accel.Engine(plan(perf.evlist), mode, flags, self._note, self._decompress,
+        note, decompress = _callbacks(perf)     # closures, not bound methods: no cycle to collect
+        self.engine = _accel.Engine(plan(perf.evlist), mode, flags, note, decompress,
                                     Record, max_pending,
                                     window if window is not None else max(5 * max_pending, 1024),
                                     DEFAULT_EXIT_GRACE, DEFAULT_MAX_QUEUED, perf.data_start)
-
-    def _note(self, rec):
-        self.perf._note(rec)
-        return plan(self.perf.evlist)
-
-    def _decompress(self, rec):
-        if self.decomp is None:
-            self.decomp = _Decompressor(self.perf.path)
-        return self.decomp.payload(self.perf, rec)
 
     def chunks(self):
         """The engine's output per READ_SIZE of input; Fallback when the data section is cut
@@ -144,6 +135,22 @@ class EngineRun:
                         "forced_sorter_flushes": st["forced_flushes"]})
         self.dropped = st["dropped"]
         return r
+
+
+def _callbacks(perf):
+    """What the engine hands back: metadata records (the reader's _note, then the new plan) and
+    compressed containers (their decompressed bytes)."""
+    decomp = []
+
+    def note(rec):
+        perf._note(rec)
+        return plan(perf.evlist)
+
+    def decompress(rec):
+        if not decomp:
+            decomp.append(_Decompressor(perf.path))
+        return decomp[0].payload(perf, rec)
+    return note, decompress
 
 
 def _first_seen(cells, k):
