@@ -14,6 +14,7 @@ tree, so sid-perf's chroot wrapper does not hide perf). Times are the best of --
 (default 1); the page cache is warmed by `cat` first, so `cat` is the I/O floor.
 
     deferstitch stitch F -o out.data   deferstitch folded F   deferstitch report F --json
+    deferstitch script F (perf script's text)   and stitch, folded with DEFERSTITCH_ACCEL=0
     perf script -i F (merged)          perf script -F tid,time,ip -i F      perf inject -i F -o inj.data
 
 perf 7.x is ../shared/rig/sid-perf (DEFERSTITCH_SHARED elsewhere); without it (or not root)
@@ -56,7 +57,8 @@ def tools(have_perf):
     out = [("cat", lambda f: ["cat", f]),
            ("ds stitch", lambda f: py + ["stitch", f, "-q", "-o", "bench-out.data"]),
            ("ds folded", lambda f: py + ["folded", f, "-q", "-o", os.devnull]),
-           ("ds report", lambda f: py + ["report", f, "-q", "--json"])]
+           ("ds report", lambda f: py + ["report", f, "-q", "--json"]),
+           ("ds script", lambda f: py + ["script", f, "-q", "-o", os.devnull])]
     # the same commands on the Python path (what perf's embedded Python and non-file inputs get)
     slow = ["env", "DEFERSTITCH_ACCEL=0"] + py
     out += [("ds stitch (Python path)", lambda f: slow + ["stitch", f, "-q", "-o", "bench-out.data"]),

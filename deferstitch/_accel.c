@@ -17,7 +17,9 @@
  * Outputs: MODE_FILE returns the stitched data section as bytes; MODE_EVENTS returns, in the
  * order the Python feed calls observe() and the stitcher's sink, the side-band records
  * (perfdata.reader.Record) and one tuple per resolved sample
- * (pid, tid, comm, ips as native u64 bytes, period, attr index); MODE_NONE only counts.
+ * (pid, tid, comm, ips as native u64 bytes, period, attr index); MODE_ORDERED adds (cpu, time,
+ * number) to each, and the number again when the sample's turn comes in time order (outputs
+ * that print in order: perf script's text); MODE_NONE only counts.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -52,7 +54,7 @@
 #define CTX_USER ((uint64_t)-512)
 #define CTX_MAX ((uint64_t)-4095)
 
-enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2 };
+enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2, MODE_ORDERED = 3 };
 /* outcome / reason keys, in the order of model.py: STITCHED, PASSED, then REASONS */
 enum { K_STITCHED, K_PASSED, K_LOST, K_LOST_AFTER, K_EXITED, K_ENDED, K_EVICTED, K_NO_TASK, NKEYS };
 #define PENDING (-1)
@@ -85,6 +87,7 @@ typedef struct Samp {
     uint64_t time, period, cookie, lost_seq;
     int has_tid, has_pid, has_cpu, has_time, has_period, has_cookie;
     int entry, outcome, after_stack;
+    uint64_t seq;                           /* the sample's number: MODE_ORDERED names it twice */
     uint32_t chain_off, chain_end, knr;     /* kernel part: the first knr ips of the chain */
     Stack *user;
     PyObject *comm;
@@ -218,7 +221,7 @@ typedef struct {
     Noted orphan_list[KEEP_FIRST]; int norphan;
     Cell *cells; size_t ncells, ccap;
     Map cellmap;                /* hashed (tid, cpu) -> cell index + 1 (see cell_of) */
-    uint64_t count_seq;
+    uint64_t count_seq, sample_seq;
     /* output */
     unsigned char *out; size_t out_len, out_cap;
     PyObject *events;
@@ -660,12 +663,17 @@ static int emit(Engine *e, Samp *s) {
         if (c->comm != s->comm) { Py_INCREF(s->comm); Py_XDECREF(c->comm); c->comm = s->comm; }
         c->comm_seq = e->count_seq;
     }
-    if (e->mode == MODE_EVENTS) {
+    if (e->mode == MODE_EVENTS || e->mode == MODE_ORDERED) {
         PyObject *ips = sample_ips(s);
         if (!ips) return -1;
-        PyObject *t = Py_BuildValue("(NNONNi)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
-                                    s->comm ? s->comm : Py_None, ips,
-                                    opt_u64(s->has_period, s->period), s->entry);
+        PyObject *t = e->mode == MODE_EVENTS     /* (folded needs no more, and it is per sample) */
+            ? Py_BuildValue("(NNONNi)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
+                            s->comm ? s->comm : Py_None, ips, opt_u64(s->has_period, s->period), s->entry)
+            : Py_BuildValue("(NNONNiNNK)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
+                            s->comm ? s->comm : Py_None, ips,
+                            opt_u64(s->has_period, s->period), s->entry,
+                            opt_i64(s->has_cpu, s->cpu), opt_u64(s->has_time, s->time),
+                            (unsigned long long)s->seq);
         if (!t || PyList_Append(e->events, t) < 0) { Py_XDECREF(t); return -1; }
         Py_DECREF(t);
     }
@@ -692,6 +700,11 @@ static int out_record(Engine *e, Rec *r) {
 
 static int out_sample(Engine *e, Samp *s) {
     int rc = 0;
+    if (e->mode == MODE_ORDERED) {          /* the sample's turn in time order: its number */
+        PyObject *n = PyLong_FromUnsignedLongLong(s->seq);
+        rc = (!n || PyList_Append(e->events, n) < 0) ? -1 : 0;
+        Py_XDECREF(n);
+    }
     if (e->mode == MODE_FILE) {
         Rec *r = s->rec;
         if (s->outcome == K_PASSED) {
@@ -793,7 +806,7 @@ static int do_sample(Engine *e, Rec *r) {
     Samp *s = calloc(1, sizeof(Samp));
     if (!s) { PyErr_NoMemory(); return -1; }
     const unsigned char *d = r->data;
-    s->rec = r; s->entry = ent; s->outcome = PENDING;
+    s->rec = r; s->entry = ent; s->outcome = PENDING; s->seq = e->sample_seq++;
     if (L->tid_off >= 0) {
         s->pid = (int32_t)rd32(d + L->tid_off); s->tid = (int32_t)rd32(d + L->tid_off + 4);
         s->has_pid = s->has_tid = 1;
@@ -877,7 +890,7 @@ static int do_comm(Engine *e, Rec *r) {
 static int feed_record(Engine *e, Rec *r) {
     uint16_t t = r->type;
     e->counts[t]++;
-    if (e->mode == MODE_EVENTS && (t == T_MMAP || t == T_MMAP2 || t == T_COMM || t == T_FORK
+    if ((e->mode == MODE_EVENTS || e->mode == MODE_ORDERED) && (t == T_MMAP || t == T_MMAP2 || t == T_COMM || t == T_FORK
                                    || t == T_EXIT || t == T_KSYMBOL)) {
         PyObject *o = make_record(e, r);          /* what PerfContext.observe sees */
         if (!o || PyList_Append(e->events, o) < 0) { Py_XDECREF(o); free(r); return -1; }
@@ -1072,7 +1085,7 @@ static PyObject *take_output(Engine *e) {
         e->out_len = 0;
         return b;
     }
-    if (e->mode == MODE_EVENTS) {
+    if (e->mode == MODE_EVENTS || e->mode == MODE_ORDERED) {
         PyObject *ev = e->events;
         e->events = PyList_New(0);
         if (!e->events) { e->events = ev; return NULL; }
@@ -1273,5 +1286,6 @@ PyMODINIT_FUNC PyInit__accel(void) {
     PyModule_AddIntConstant(m, "MODE_FILE", MODE_FILE);
     PyModule_AddIntConstant(m, "MODE_EVENTS", MODE_EVENTS);
     PyModule_AddIntConstant(m, "MODE_NONE", MODE_NONE);
+    PyModule_AddIntConstant(m, "MODE_ORDERED", MODE_ORDERED);
     return m;
 }

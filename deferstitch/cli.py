@@ -95,6 +95,8 @@ def _engine_mode(out):
         return engine.MODE_FILE
     if isinstance(out, _Null):
         return engine.MODE_NONE
+    if hasattr(out, "turn"):             # prints in time order
+        return engine.MODE_ORDERED
     if hasattr(out, "resolved_ips"):
         return engine.MODE_EVENTS
     return None
@@ -112,6 +114,16 @@ def _run_engine(perf, out, args, ctx, mode):
             add, observe = out.resolved_ips, ctx.observe
             for ev in chunk:
                 if ev.__class__ is tuple:
+                    add(*ev)
+                else:
+                    observe(ev)
+        elif mode == engine.MODE_ORDERED:
+            add, observe, turn = out.resolved_ips, ctx.observe, out.turn
+            for ev in chunk:
+                cls = ev.__class__
+                if cls is int:
+                    turn(ev)
+                elif cls is tuple:
                     add(*ev)
                 else:
                     observe(ev)

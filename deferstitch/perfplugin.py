@@ -127,7 +127,7 @@ class _Producer(threading.Thread):
 
     def resolved(self, s):
         s.comm = self.ctx.comm(s)
-        s.ref.frames = None
+        s.ref.text = None
 
     def sample(self, s):
         self.q.put(s)

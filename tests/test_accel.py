@@ -2,8 +2,8 @@
 
 Each case runs the same command twice in-process, DEFERSTITCH_ACCEL=0 (Python) and
 DEFERSTITCH_ACCEL=require (the engine, or an error if it was not used), and wants the same
-exit status, the same stdout byte for byte (report tables and JSON, folded lines) and the same
-stitched perf.data byte for byte: on every real capture, on random synthetic streams that walk
+exit status, the same stdout byte for byte (report tables and JSON, folded lines, perf script text) and the same
+stitched perf.data byte for byte (report, stitch, folded, script): on every real capture, on random synthetic streams that walk
 every cookie rule (hypothesis), and on damaged files, where the engine must fall back.
 """
 import contextlib
@@ -85,6 +85,7 @@ def commands(path, tmp):
     yield ["stitch", path, "-o", out], out
     yield ["stitch", path, "--native", "-o", out, "--max-pending", "50"], out
     yield ["folded", path, "--no-symbols", "--weight", "period"], None
+    yield ["script", path, "--no-symbols", "--max-stack", "5"], None
     yield ["report", path, "--json", "--max-pending", "7"], None
 
 
@@ -96,9 +97,10 @@ def test_same_as_python_on_real_captures(scenario, tmp_path):
         assert py[0] == 0, py[2]
         assert_same(py, fast)
     if KALLSYMS.exists():
-        py, fast = both(["folded", path, "--kallsyms", KALLSYMS, "--symfs", SYMFS])
-        assert py[1].count("\n") > 10
-        assert_same(py, fast)
+        for cmd in ("folded", "script"):
+            py, fast = both([cmd, path, "--kallsyms", KALLSYMS, "--symfs", SYMFS])
+            assert py[1].count("\n") > 10
+            assert_same(py, fast)
 
 
 def test_a_real_pipe_takes_the_python_path():
@@ -194,7 +196,8 @@ def test_same_as_python_on_random_streams(events, cpu_attr, max_pending):
         for argv, o in (
                 (["report", path, "--json", "--max-pending", max_pending], None),
                 (["stitch", path, "-q", "-o", out, "--max-pending", max_pending], out),
-                (["folded", path, "--no-symbols", "--max-pending", max_pending], None)):
+                (["folded", path, "--no-symbols", "--max-pending", max_pending], None),
+                (["script", path, "--no-symbols", "--max-pending", max_pending], None)):
             py, fast = both(argv, o)
             assert py[0] == 0, py[2]
             assert_same(py, fast)

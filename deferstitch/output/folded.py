@@ -5,7 +5,7 @@ Frames without a symbol are named after their dso, as stackcollapse-perf.pl does
 import os
 from collections import Counter
 
-from .frames import UNKNOWN, name_ips, sample_ips, sample_period
+from .frames import UNKNOWN, StackCache, sample_ips, sample_period
 
 
 def frame_name(sym, dso):
@@ -18,16 +18,19 @@ def frame_name(sym, dso):
 _dso_names = {}      # dso -> "[basename]": few dsos, many frames
 
 
+def _line(frames):
+    """";outermost;...;innermost" of named frames (innermost first)."""
+    return "".join(";" + frame_name(sym, dso) for _ip, sym, _off, dso in reversed(frames))
+
+
 class Folded:
     """Counts folded lines. A sample's line is named when its outcome is known (see
-    PerfFeed._resolved); lines are cached per (pid, ips) while the maps and kernel symbols
-    stand still, since profiles repeat a few hundred stacks many thousand times."""
+    PerfFeed._resolved), through a StackCache."""
 
     def __init__(self, f, ctx, weight="samples"):
         self.f, self.ctx, self.weight = f, ctx, weight
         self.stacks = Counter()
-        self._lines = {}          # (pid, ips) -> ";frame;frame..." root first
-        self._epoch = None
+        self._lines = StackCache(ctx, _line)
 
     def record(self, rec):
         pass
@@ -46,18 +49,7 @@ class Folded:
         self._add(pid, self.ctx.comm_of(tid, comm), ips, w)
 
     def _add(self, pid, comm, ips, w):
-        res = self.ctx.resolver
-        epoch = (res.maps.generation, res.epoch)
-        lines = self._lines
-        if epoch != self._epoch or len(lines) > 1 << 18:
-            lines.clear()
-            self._epoch = epoch
-        line = lines.get((pid, ips))
-        if line is None:
-            seq = ips if ips.__class__ is tuple else memoryview(ips).cast("Q").tolist()
-            line = lines[(pid, ips)] = "".join(
-                ";" + frame_name(sym, dso) for _ip, sym, _off, dso in reversed(name_ips(pid, seq, self.ctx)))
-        self.stacks[comm.replace(" ", "_") + line] += w
+        self.stacks[comm.replace(" ", "_") + self._lines.get(pid, ips)] += w
 
     def sample(self, s):
         pass

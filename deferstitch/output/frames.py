@@ -24,6 +24,32 @@ def name_ips(pid, ips, ctx):
     return [(ip,) + frame(pid, ip) for ip in ips]
 
 
+class StackCache:
+    """``make(frames)`` per (pid, ips), kept while the maps and kernel symbols stand still (the
+    maps' generation, the resolver's epoch): profiles repeat a few hundred stacks many thousand
+    times. ``ips`` is a tuple (the Python path) or native u64 bytes (the C engine)."""
+
+    LIMIT = 1 << 18
+
+    def __init__(self, ctx, make):
+        self.ctx, self.make = ctx, make
+        self.texts = {}
+        self.epoch = None
+
+    def get(self, pid, ips):
+        res = self.ctx.resolver
+        epoch = (res.maps.generation, res.epoch)
+        texts = self.texts
+        if epoch != self.epoch or len(texts) > self.LIMIT:
+            texts.clear()
+            self.epoch = epoch
+        hit = texts.get((pid, ips))
+        if hit is None:
+            seq = ips if ips.__class__ is tuple else memoryview(ips).cast("Q").tolist()
+            hit = texts[(pid, ips)] = self.make(name_ips(pid, seq, self.ctx))
+        return hit
+
+
 def sym_text(sym, off, with_offset=True):
     if sym is None:
         return UNKNOWN

@@ -30,7 +30,7 @@ except ImportError:           # not built (no compiler), or perf's embedded Pyth
     class Fallback(Exception):
         pass
 
-MODE_FILE, MODE_EVENTS, MODE_NONE = 0, 1, 2
+MODE_FILE, MODE_EVENTS, MODE_NONE, MODE_ORDERED = 0, 1, 2, 3
 KEYS = (STITCHED, PASSED) + REASONS      # the engine's outcome numbers
 READ_SIZE = CHUNK
 

@@ -23,13 +23,14 @@ _MAX = C.PERF_CONTEXT_MAX
 
 
 class SampleRef:
-    """What an output needs of a perf sample: its record, decoded fields and event."""
+    """What an output needs of a perf sample: its record, decoded fields and event, and what
+    the output prepared when the sample was resolved (``text``: perf script's lines)."""
 
-    __slots__ = ("rec", "parsed", "entry", "frames")
+    __slots__ = ("rec", "parsed", "entry", "text")
 
     def __init__(self, rec, parsed, entry):
         self.rec, self.parsed, self.entry = rec, parsed, entry
-        self.frames = None
+        self.text = None
 
 
 def split_chain(chain):
