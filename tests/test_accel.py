@@ -1,10 +1,11 @@
 """The C engine (deferstitch/_accel.c) against the Python path, which defines the rules.
 
 Each case runs the same command twice in-process, DEFERSTITCH_ACCEL=0 (Python) and
-DEFERSTITCH_ACCEL=require (the engine, or an error if it was not used), and wants the same
-exit status, the same stdout byte for byte (report tables and JSON, folded lines, perf script text) and the same
-stitched perf.data byte for byte (report, stitch, folded, script): on every real capture, on random synthetic streams that walk
-every cookie rule (hypothesis), and on damaged files, where the engine must fall back.
+DEFERSTITCH_ACCEL=require (the engine, or an error if it was not used), and wants the same exit
+status, the same stdout byte for byte (report tables and JSON, folded lines, perf script text)
+and the same stitched perf.data byte for byte: on every real capture, on random synthetic
+streams that walk every cookie rule (hypothesis), and on damaged files, where the engine must
+fall back.
 """
 import contextlib
 import io
