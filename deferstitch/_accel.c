@@ -4,9 +4,9 @@
  *
  * The rules are the Python modules', step for step, and the Python modules stay their
  * definition: perfdata/reader.py (framing), perfdata/sorter.py (order), perfdata/feed.py (the
- * feed and its FIFO), stitcher.py (the cookie rules), report.py (the counts). accel.py drives
- * this engine and tests/test_accel.py checks that both give the same bytes, reports and stacks
- * on every capture and on fuzzed ones.
+ * feed and its FIFO), stitcher.py (the cookie rules, drawn there), report.py (the counts).
+ * perfdata/engine.py drives this engine; tests/test_accel.py checks that both give the same
+ * bytes, reports and stacks on every capture, on random streams and on damaged files.
  *
  * The engine never decides anything about damage: at the first thing it does not take as
  * ordinary (a short record, an unknown sample id, a layout with fields it does not walk, ...)
