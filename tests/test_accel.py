@@ -87,6 +87,7 @@ def commands(path, tmp):
     yield ["stitch", path, "--native", "-o", out, "--max-pending", "50"], out
     yield ["folded", path, "--no-symbols", "--weight", "period"], None
     yield ["script", path, "--no-symbols", "--max-stack", "5"], None
+    yield ["export", path, "--format", "speedscope", "--no-symbols", "--weight", "period"], None
     yield ["report", path, "--json", "--max-pending", "7"], None
 
 

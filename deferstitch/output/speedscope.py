@@ -4,7 +4,7 @@ import json
 
 from .. import __version__
 from .folded import frame_name
-from .frames import name_frames, sample_period
+from .frames import StackCache, sample_ips, sample_period
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
@@ -14,7 +14,8 @@ class Speedscope:
         self.f, self.ctx, self.name, self.weight = f, ctx, name, weight
         self.frames = []
         self.frame_index = {}
-        self.profiles = {}       # tid -> [comm, samples, weights, first time, last time]
+        self.profiles = {}       # tid -> [comm, samples, weights]
+        self._stacks = StackCache(ctx, self._stack)   # (pid, ips) -> frame indexes, root first
 
     def record(self, rec):
         pass
@@ -27,14 +28,29 @@ class Speedscope:
             self.frames.append({"name": key[0], "file": dso})
         return i
 
+    def _stack(self, frames):
+        return [self._frame(sym, dso) for _ip, sym, _off, dso in reversed(frames)]
+
     def resolved(self, s):
-        stack = [self._frame(sym, dso) for _ip, sym, _off, dso in reversed(name_frames(s, self.ctx))]
-        prof = self.profiles.get(s.tid)
+        """A sample from the Python path (PerfFeed)."""
+        self._add(s.tid, self.ctx.comm(s), self._stacks.get(s.pid, tuple(sample_ips(s))),
+                  sample_period(s) if self.weight == "period" else 1)
+
+    def resolved_ips(self, pid, tid, comm, ips, period, entry):
+        """A sample from the C engine (perfdata/engine.py): ``ips`` as native u64 bytes."""
+        if self.weight == "period":
+            w = period if period is not None else self.ctx.perf.evlist.entries[entry].attr.sample_period
+        else:
+            w = 1
+        self._add(tid, self.ctx.comm_of(tid, comm), self._stacks.get(pid, ips), w)
+
+    def _add(self, tid, comm, stack, w):
+        prof = self.profiles.get(tid)
         if prof is None:
-            prof = self.profiles[s.tid] = [self.ctx.comm(s), [], []]
-        prof[0] = self.ctx.comm(s)
+            prof = self.profiles[tid] = [comm, [], []]
+        prof[0] = comm
         prof[1].append(stack)
-        prof[2].append(sample_period(s) if self.weight == "period" else 1)
+        prof[2].append(w)
 
     def sample(self, s):
         pass
