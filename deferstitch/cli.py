@@ -300,6 +300,14 @@ def cmd_folded(args):
     return _text_output(args, lambda f, ctx: Folded(f, ctx, args.weight))
 
 
+def _count(text):
+    """A whole number >= 0 (argparse type)."""
+    n = int(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more, not %d" % n)
+    return n
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="deferstitch", description=__doc__.split("\n")[0],
                                 epilog=__doc__.split("\n", 2)[2],
@@ -311,7 +319,7 @@ def build_parser():
         sp = sub.add_parser(name, help=help_, description=help_)
         sp.add_argument("input", nargs="?", default="perf.data", help="perf.data, or - for stdin")
         sp.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
-        sp.add_argument("--max-pending", type=int, default=DEFAULT_MAX_PENDING, metavar="N",
+        sp.add_argument("--max-pending", type=_count, default=DEFAULT_MAX_PENDING, metavar="N",
                         help="samples waiting for their stack at most (default %(default)d); "
                              "the oldest beyond are reported as evicted")
         sp.set_defaults(func=func)

@@ -183,7 +183,7 @@ def synth_file(events, path, cpu_attr):
 @settings(max_examples=int(os.environ.get("DEFERSTITCH_ACCEL_EXAMPLES", "150")), deadline=None,
           derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 @given(events=st.lists(event, min_size=1, max_size=60), cpu_attr=st.booleans(),
-       max_pending=st.sampled_from([2, 5, 1000]))
+       max_pending=st.sampled_from([0, 2, 5, 1000]))
 @example(events=[("sample", 10, 1)] * 4 + [("sample", 11, 2)] * 3 + [("deferred", 11, 2)],
          cpu_attr=False, max_pending=2)                                  # eviction
 @example(events=[("sample", 10, 1), ("exit", 10, 0), ("gap", 0, 2_000_000_000), ("sample", 11, 1),
