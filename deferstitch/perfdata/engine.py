@@ -4,10 +4,10 @@
 
 The engine does the per-record work of reader -> sorter -> PerfFeed -> Stitcher with the same
 rules; metadata records and compressed containers come back here (PerfData._note,
-_Decompressor), so each is decoded in one place. It takes seekable file-mode input in the
-host's byte order (file or pipe format); anything else, and anything unusual inside (it raises ``Fallback`` at the
-first thing it does not take as ordinary), goes through the Python path, which is the
-definition and gives the errors with their offsets.
+_Decompressor), so each is decoded in one place. It takes a named perf.data file (file or pipe
+format) in the host's byte order; anything else, and anything unusual inside (it raises
+``Fallback`` at the first thing it does not take as ordinary), goes through the Python path,
+which is the definition and gives the errors with their offsets.
 """
 import os
 import sys
