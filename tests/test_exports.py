@@ -70,14 +70,21 @@ def test_pprof_decodes_back(scenario, tmp_path):
     assert st[0] == ""
     assert [(st[v.type], st[v.unit]) for v in prof.sample_type] == [("samples", "count"), ("cpu", "nanoseconds")]
     rep = report(path)
-    assert len(prof.sample) == rep["samples"] == sum(s.value[0] for s in prof.sample)
+    # identical samples are merged (values summed), as pprof does
+    assert sum(s.value[0] for s in prof.sample) == rep["samples"] > len(prof.sample)
+    keys = [(tuple(s.location_id), tuple((l.key, l.str, l.num) for l in s.label)) for s in prof.sample]
+    assert len(set(keys)) == len(keys)
     loc_ids = {l.id for l in prof.location}
     fn_ids = {f.id for f in prof.function}
     map_ids = {m.id for m in prof.mapping}
     assert 0 not in loc_ids | fn_ids | map_ids
     assert all(l.mapping_id in map_ids and l.line[0].function_id in fn_ids for l in prof.location)
     assert all(set(s.location_id) <= loc_ids for s in prof.sample)
-    reasons = Counter(st[lab.str] for s in prof.sample for lab in s.label if st[lab.key] == "reason")
+    reasons = Counter()
+    for s in prof.sample:
+        for lab in s.label:
+            if st[lab.key] == "reason":
+                reasons[st[lab.str]] += s.value[0]
     assert dict(reasons) == rep["unmatched"]
     periods = sum(s.value[1] for s in prof.sample)
     assert periods > 0

@@ -18,7 +18,7 @@ def frame_name(sym, dso):
 _dso_names = {}      # dso -> "[basename]": few dsos, many frames
 
 
-def _line(frames):
+def _line(_pid, frames):
     """";outermost;...;innermost" of named frames (innermost first)."""
     return "".join(";" + frame_name(sym, dso) for _ip, sym, _off, dso in reversed(frames))
 

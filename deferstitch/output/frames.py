@@ -25,7 +25,7 @@ def name_ips(pid, ips, ctx):
 
 
 class StackCache:
-    """``make(frames)`` per (pid, ips), kept while the maps and kernel symbols stand still (the
+    """``make(pid, frames)`` per (pid, ips), kept while the maps and kernel symbols stand still (the
     maps' generation, the resolver's epoch): profiles repeat a few hundred stacks many thousand
     times. ``ips`` is a tuple (the Python path) or native u64 bytes (the C engine)."""
 
@@ -46,7 +46,7 @@ class StackCache:
         hit = texts.get((pid, ips))
         if hit is None:
             seq = ips if ips.__class__ is tuple else memoryview(ips).cast("Q").tolist()
-            hit = texts[(pid, ips)] = self.make(name_ips(pid, seq, self.ctx))
+            hit = texts[(pid, ips)] = self.make(pid, name_ips(pid, seq, self.ctx))
         return hit
 
 

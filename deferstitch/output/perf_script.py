@@ -12,7 +12,7 @@ from ..abi import consts as C
 from .frames import StackCache, sample_ips, sample_period, sym_text
 
 
-def _frame_lines(frames):
+def _frame_lines(_pid, frames):
     return "".join("\n\t%16x %s (%s)" % (ip, sym_text(sym, off), dso) for ip, sym, off, dso in frames)
 
 

@@ -2,10 +2,13 @@
 mappings per dso, and labels thread/tid/outcome/reason so that unmatched samples stay visible
 (``pprof -tagfocus reason=deferred-lost``). An unmatched sample also gets an outermost frame
 ``[user stack lost: REASON]``: where its user part would be, and never a sample without frames
-(pprof shows those nowhere)."""
+(pprof shows those nowhere).
+
+Samples with the same locations and labels are one pprof sample with the values summed, as
+pprof's own merge does: the profile grows with distinct stacks per thread, not with the file."""
 import gzip
 
-from .frames import name_frames, sample_period
+from .frames import StackCache, sample_ips, sample_period
 from .pprof_schema import messages
 
 
@@ -23,6 +26,8 @@ class Pprof:
         vt.type, vt.unit = self.s("cpu"), self.s("nanoseconds")
         self.prof.period_type.type, self.prof.period_type.unit = self.s("cpu"), self.s("nanoseconds")
         self.first = self.last = None
+        self._locs = StackCache(ctx, self._location_ids)   # (pid, ips) -> location ids
+        self._samples = {}        # (locations, thread, outcome, reason, tid) -> pprof sample
 
     def s(self, text):
         i = self.strings.get(text)
@@ -68,20 +73,29 @@ class Pprof:
     def record(self, rec):
         pass
 
+    def _location_ids(self, pid, frames):
+        return tuple(self._location(pid, ip, sym, off, dso) for ip, sym, off, dso in frames)
+
     def resolved(self, s):
-        smp = self.prof.sample.add()
-        for ip, sym, off, dso in name_frames(s, self.ctx):
-            smp.location_id.append(self._location(s.pid, ip, sym, off, dso))
+        locs = self._locs.get(s.pid, tuple(sample_ips(s)))
         if s.reason:
-            smp.location_id.append(self._location(s.pid, 0, "[user stack lost: %s]" % s.reason, 0,
-                                                  "[deferstitch]"))
-        smp.value.extend([1, sample_period(s)])
-        for key, val in (("thread", self.ctx.comm(s)), ("outcome", s.outcome), ("reason", s.reason)):
-            if val:
-                lab = smp.label.add()
-                lab.key, lab.str = self.s(key), self.s(val)
-        lab = smp.label.add()
-        lab.key, lab.num = self.s("tid"), s.tid if s.tid is not None else -1
+            locs += (self._location(s.pid, 0, "[user stack lost: %s]" % s.reason, 0, "[deferstitch]"),)
+        comm = self.ctx.comm(s)
+        tid = s.tid if s.tid is not None else -1
+        key = (locs, comm, s.outcome, s.reason, tid)
+        smp = self._samples.get(key)
+        if smp is None:
+            smp = self._samples[key] = self.prof.sample.add()
+            smp.location_id.extend(locs)
+            smp.value.extend([0, 0])
+            for lkey, val in (("thread", comm), ("outcome", s.outcome), ("reason", s.reason)):
+                if val:
+                    lab = smp.label.add()
+                    lab.key, lab.str = self.s(lkey), self.s(val)
+            lab = smp.label.add()
+            lab.key, lab.num = self.s("tid"), tid
+        smp.value[0] += 1
+        smp.value[1] += sample_period(s)
         if s.time is not None:
             self.first = s.time if self.first is None else min(self.first, s.time)
             self.last = s.time if self.last is None else max(self.last, s.time)

@@ -28,7 +28,7 @@ class Speedscope:
             self.frames.append({"name": key[0], "file": dso})
         return i
 
-    def _stack(self, frames):
+    def _stack(self, _pid, frames):
         return [self._frame(sym, dso) for _ip, sym, _off, dso in reversed(frames)]
 
     def resolved(self, s):
