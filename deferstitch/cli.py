@@ -80,11 +80,14 @@ def _run(args, make, symbols=False, perf=None):
         except (engine.Fallback, FormatError) as err:
             why = "fell back at: %s" % err
         perf.close()
-        if hasattr(out, "discard"):
+        if hasattr(out, "discard"):         # a file we can rewrite
             out.discard()
+        written = getattr(out, "written", 0)   # text already out (perf script's, in time order)
         perf = PerfData.open(args.input)
         ctx = _context(perf, args) if symbols else None
         out = make(perf, ctx)
+        if written:
+            out.skip = written
     if required:
         raise DeferstitchError("DEFERSTITCH_ACCEL=require, but the C engine was not used: %s" % why)
     return _run_python(perf, out, args, ctx), out

@@ -115,12 +115,14 @@ def test_a_real_pipe_takes_the_python_path():
     assert p.returncode == 0 and b'"conserved": true' in p.stdout
 
 
-@pytest.mark.parametrize("nth", [3, 500, 5000])
-def test_damage_falls_back_to_the_python_path(nth, tmp_path):
+@pytest.mark.parametrize("scenario, nth", [("a_per_task", 3), ("a_per_task", 500),
+                                           ("a_per_task", 5000), ("c_per_task", 30000)])
+def test_damage_falls_back_to_the_python_path(scenario, nth, tmp_path):
     """A record size of 4 inside the data section: the engine gives up there, the Python path
     gives the error with its offset and writes what came before it; by default the user sees
-    exactly what the Python path says."""
-    path, _folder = capture("a_per_task")
+    exactly what the Python path says. (c_per_task: the damage lies past the engine's first
+    1 MiB, so it has written script text before it falls back.)"""
+    path, _folder = capture(scenario)
     raw = bytearray(path.read_bytes())
     with PerfData.open(str(path)) as perf:
         at = next(r.offset for i, r in enumerate(perf.records()) if i == nth)
@@ -135,6 +137,11 @@ def test_damage_falls_back_to_the_python_path(nth, tmp_path):
     assert py[0][0] == 2 and "offset %#x" % at in py[0][2]
     rc, _o, err = run("require", argv)
     assert rc == 2 and "fell back at" in err and "%#x" % at in err
+    # perf script's text goes out as it comes: the Python path must not write it twice
+    argv = ["script", bad, "--no-symbols"]
+    py, default = run("0", argv), run("1", argv)
+    assert default == py and py[0] == 2
+    assert (py[1].count("\n\n") > 100) == (nth > 100)       # samples before the damage are out
 
 
 # -- random synthetic streams through every cookie rule ----------------------------------------

@@ -27,6 +27,7 @@ reaches its memory limit (OE_FLUSH__HALF), and counted in ``forced_flushes``.
 import heapq
 
 from ..abi import consts as C
+from ..errors import FormatError
 
 
 class OrderStats:
@@ -45,15 +46,28 @@ def ordered(records, time_of, stats=None, max_queued=DEFAULT_MAX_QUEUED):
     """Yield ``records`` in time order under the FINISHED_ROUND rule (see the module docstring).
 
     ``time_of(rec)`` gives a record's timestamp or None. FINISHED_ROUND records themselves are
-    yielded right after the flush they cause.
+    yielded right after the flush they cause. When ``records`` raises FormatError (damage),
+    what is queued is yielded first, in time order, then the error.
     """
     stats = stats if stats is not None else OrderStats()
     heap = []
+    push, pop = heapq.heappush, heapq.heappop
+    try:
+        yield from _rounds(records, time_of, stats, max_queued, heap, push, pop)
+    except FormatError:
+        while heap:               # damage ahead: what was read before it is still delivered
+            yield pop(heap)[2]
+        raise
+    while heap:
+        yield pop(heap)[2]
+
+
+def _rounds(records, time_of, stats, max_queued, heap, push, pop):
+    """The body of ordered(): the heap is the caller's, so that damage can flush it."""
     seq = 0
     next_flush = None        # flush limit set when the previous round ended
     max_time = 0
     last_flushed = 0
-    push, pop = heapq.heappush, heapq.heappop
     for rec in records:
         if rec.type == C.PERF_RECORD_FINISHED_ROUND:
             stats.rounds += 1
@@ -81,5 +95,3 @@ def ordered(records, time_of, stats=None, max_queued=DEFAULT_MAX_QUEUED):
             for _ in range(len(heap) // 2):
                 last_flushed = heap[0][0]
                 yield pop(heap)[2]
-    while heap:
-        yield pop(heap)[2]
