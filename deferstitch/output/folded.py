@@ -57,4 +57,3 @@ class Folded:
     def close(self):
         for key in sorted(self.stacks):
             self.f.write("%s %d\n" % (key, self.stacks[key]))
-
