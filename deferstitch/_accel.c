@@ -581,10 +581,14 @@ static int st_finish(Engine *e) {
 }
 
 /* ---- the report (report.py: StitchReport.count) --------------------------------------- */
+static inline uint64_t cell_key(int64_t tid, int64_t cpu, int tid_none, int cpu_none) {
+    return ((uint64_t)(uint32_t)tid << 32) ^ (uint64_t)(uint32_t)cpu
+           ^ ((uint64_t)tid_none << 62) ^ ((uint64_t)cpu_none << 63);
+}
+
 static Cell *cell_of(Engine *e, Samp *s) {
     int tn = !s->has_tid, cn = !s->has_cpu;
-    uint64_t key = ((uint64_t)(uint32_t)s->tid << 32) ^ (uint64_t)(uint32_t)s->cpu
-                   ^ ((uint64_t)tn << 62) ^ ((uint64_t)cn << 63);
+    uint64_t key = cell_key(s->tid, s->cpu, tn, cn);
     size_t mask = e->cellmap.cap - 1, i = hash64(key) & mask;
     while (e->cellmap.s[i].val) {          /* key collisions are resolved by comparing the cell */
         Cell *c = &e->cells[(intptr_t)e->cellmap.s[i].val - 1];
@@ -607,8 +611,7 @@ static Cell *cell_of(Engine *e, Samp *s) {
         if (map_init(&e->cellmap, e->cellmap.cap * 2) < 0) { PyErr_NoMemory(); return NULL; }
         for (size_t j = 0; j < e->ncells; j++) {
             Cell *x = &e->cells[j];
-            uint64_t k = ((uint64_t)(uint32_t)x->tid << 32) ^ (uint64_t)(uint32_t)x->cpu
-                         ^ ((uint64_t)x->tid_none << 62) ^ ((uint64_t)x->cpu_none << 63);
+            uint64_t k = cell_key(x->tid, x->cpu, x->tid_none, x->cpu_none);
             size_t m = e->cellmap.cap - 1, p = hash64(k) & m;
             while (e->cellmap.s[p].val) p = (p + 1) & m;
             e->cellmap.s[p].key = k; e->cellmap.s[p].val = (void *)(intptr_t)(j + 1);
@@ -1112,7 +1115,7 @@ static PyObject *Engine_feed(Engine *e, PyObject *arg) {
     size_t pos = 0;
     while (e->in_len - pos >= 8) {
         uint16_t size = rd16(e->in + pos + 6);
-        if (size < 8) { e->failed = 1; return fail(e, "record smaller than its header (at %#llx)", e->in_base + pos); }
+        if (size < 8) return fail(e, "record smaller than its header (at %#llx)", e->in_base + pos);
         if (e->in_len - pos < size) break;
         if (take(e, e->in + pos, size, e->in_base + pos, 0) < 0) { e->failed = 1; return NULL; }
         pos += size;

@@ -113,21 +113,14 @@ def _run_engine(perf, out, args, ctx, mode):
     for chunk in run.chunks():
         if mode == engine.MODE_FILE:
             out.writer.write_kept(chunk)
-        elif mode == engine.MODE_EVENTS:
-            add, observe = out.resolved_ips, ctx.observe
-            for ev in chunk:
-                if ev.__class__ is tuple:
-                    add(*ev)
-                else:
-                    observe(ev)
-        elif mode == engine.MODE_ORDERED:
-            add, observe, turn = out.resolved_ips, ctx.observe, out.turn
+        elif mode != engine.MODE_NONE:      # events: resolved samples, side-band records, turns
+            add, observe, turn = out.resolved_ips, ctx.observe, getattr(out, "turn", None)
             for ev in chunk:
                 cls = ev.__class__
-                if cls is int:
-                    turn(ev)
-                elif cls is tuple:
+                if cls is tuple:
                     add(*ev)
+                elif cls is int:
+                    turn(ev)
                 else:
                     observe(ev)
         if tick is not None:

@@ -127,7 +127,6 @@ class _Producer(threading.Thread):
 
     def resolved(self, s):
         s.comm = self.ctx.comm(s)
-        s.ref.text = None
 
     def sample(self, s):
         self.q.put(s)

@@ -2,6 +2,8 @@
 gets a few bytes at a time."""
 import io
 
+import pytest
+
 from conftest import capture
 from deferstitch.abi import consts as C
 from deferstitch.perfdata.reader import PerfData, Record
@@ -93,3 +95,18 @@ def test_a_reader_fed_a_few_bytes_at_a_time():
         want = [(r.type, r.data) for r in p.records()]
     p = PerfData(Trickle(raw), "trickle")
     assert [(r.type, r.data) for r in p.records()] == want
+
+
+def test_damage_still_delivers_what_was_queued():
+    """The reader raises at a bad record: the records read before it, still queued for their
+    round, come out in time order first, then the error (the CLI writes what was good)."""
+    from deferstitch.errors import FormatError
+
+    def damaged():
+        yield from recs(5, 3, 4, 1)
+        raise FormatError("x.data", 0x40, "bad record")
+    out = []
+    with pytest.raises(FormatError):
+        for r in ordered(damaged(), lambda r: r.offset):
+            out.append(r.offset)
+    assert out == [1, 3, 4, 5]

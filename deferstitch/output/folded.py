@@ -5,7 +5,7 @@ Frames without a symbol are named after their dso, as stackcollapse-perf.pl does
 import os
 from collections import Counter
 
-from .frames import UNKNOWN, StackCache, sample_ips, sample_period
+from .frames import UNKNOWN, StackCache, sample_ips, weight
 
 
 def frame_name(sym, dso):
@@ -37,16 +37,13 @@ class Folded:
 
     def resolved(self, s):
         """A sample from the Python path (PerfFeed)."""
-        w = sample_period(s) if self.weight == "period" else 1
-        self._add(s.pid, self.ctx.comm(s), tuple(sample_ips(s)), w)
+        self._add(s.pid, self.ctx.comm(s), tuple(sample_ips(s)),
+                  weight(self.weight, s.ref.parsed.period, s.ref.entry.attr))
 
     def resolved_ips(self, pid, tid, comm, ips, period, entry):
         """A sample from the C engine (perfdata/engine.py): ``ips`` as native u64 bytes."""
-        if self.weight == "period":
-            w = period if period is not None else self.ctx.perf.evlist.entries[entry].attr.sample_period
-        else:
-            w = 1
-        self._add(pid, self.ctx.comm_of(tid, comm), ips, w)
+        self._add(pid, self.ctx.comm_of(tid, comm), ips,
+                  weight(self.weight, period, self.ctx.perf.evlist.entries[entry].attr))
 
     def _add(self, pid, comm, ips, w):
         self.stacks[comm.replace(" ", "_") + self._lines.get(pid, ips)] += w

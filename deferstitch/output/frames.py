@@ -56,8 +56,14 @@ def sym_text(sym, off, with_offset=True):
     return "%s+%#x" % (sym, off) if with_offset else sym
 
 
+def weight(kind, period, attr):
+    """A sample's weight: 1, or with ``kind == "period"`` its PERIOD (None: the attr's fixed
+    sample_period, as evsel__parse_sample starts from it)."""
+    if kind != "period":
+        return 1
+    return period if period is not None else attr.sample_period
+
+
 def sample_period(s):
-    """The period perf reports: the sampled PERIOD, else the attr's fixed sample_period
-    (evsel__parse_sample starts from attr.sample_period)."""
-    p = s.ref.parsed.period
-    return p if p is not None else s.ref.entry.attr.sample_period
+    """The period perf reports for a perf sample (weight() by period)."""
+    return weight("period", s.ref.parsed.period, s.ref.entry.attr)

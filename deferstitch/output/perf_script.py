@@ -9,7 +9,7 @@ A sample's text is made when its outcome is known (names then see the maps as th
 stack was taken) and written when its turn comes in time order.
 """
 from ..abi import consts as C
-from .frames import StackCache, sample_ips, sample_period, sym_text
+from .frames import StackCache, sample_ips, sample_period, sym_text, weight
 
 
 def _frame_lines(_pid, frames):
@@ -46,8 +46,7 @@ class PerfScript:
         if self.max_stack is not None:
             ips = ips[:8 * self.max_stack]
         self._ready[number] = self._text(pid, tid, self.ctx.comm_of(tid, comm), ips,
-                                         period if period is not None else ent.attr.sample_period,
-                                         ent, cpu, time)
+                                         weight("period", period, ent.attr), ent, cpu, time)
 
     def turn(self, number):
         """The C engine's time order: sample ``number`` is next."""

@@ -4,7 +4,7 @@ import json
 
 from .. import __version__
 from .folded import frame_name
-from .frames import StackCache, sample_ips, sample_period
+from .frames import StackCache, sample_ips, weight
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
@@ -34,15 +34,12 @@ class Speedscope:
     def resolved(self, s):
         """A sample from the Python path (PerfFeed)."""
         self._add(s.tid, self.ctx.comm(s), self._stacks.get(s.pid, tuple(sample_ips(s))),
-                  sample_period(s) if self.weight == "period" else 1)
+                  weight(self.weight, s.ref.parsed.period, s.ref.entry.attr))
 
     def resolved_ips(self, pid, tid, comm, ips, period, entry):
         """A sample from the C engine (perfdata/engine.py): ``ips`` as native u64 bytes."""
-        if self.weight == "period":
-            w = period if period is not None else self.ctx.perf.evlist.entries[entry].attr.sample_period
-        else:
-            w = 1
-        self._add(tid, self.ctx.comm_of(tid, comm), self._stacks.get(pid, ips), w)
+        self._add(tid, self.ctx.comm_of(tid, comm), self._stacks.get(pid, ips),
+                  weight(self.weight, period, self.ctx.perf.evlist.entries[entry].attr))
 
     def _add(self, tid, comm, stack, w):
         prof = self.profiles.get(tid)

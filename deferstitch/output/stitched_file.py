@@ -36,7 +36,6 @@ class StitchedFile:
         self.perf = perf
         self.report = None          # set by the caller before close()
         self.endian = perf.endian
-        self.f = f
         self.writer = PerfWriter(f, perf.endian, compat=compat)
         self.rewritten = 0
 
@@ -54,8 +53,8 @@ class StitchedFile:
 
     def discard(self):
         """Forget what was written (the C engine fell back: the Python path starts over)."""
-        self.f.seek(0)
-        self.f.truncate()
+        self.writer.f.seek(0)
+        self.writer.f.truncate()
 
     def close(self):
         features = dict(self.perf.features)

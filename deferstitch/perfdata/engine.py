@@ -113,9 +113,6 @@ class EngineRun:
                   "duplicate_deferred", "orphan_deferred", "dropped_frames", "lost_records",
                   "lost_events", "max_pending"):
             setattr(r, k, st[k])
-        first = sorted((seq, k) for k, n in enumerate(st["unmatched"]) if n
-                       for seq in [_first_seen(st["cells"], k)])
-        r.unmatched = Counter({KEYS[k]: st["unmatched"][k] for _seq, k in first})
         r.first_unmatched = [(t, tid, c, KEYS[k]) for t, tid, c, k in st["first_unmatched"]]
         r.orphans = list(st["orphans"])
         cells, comms = [], {}
@@ -126,6 +123,10 @@ class EngineRun:
             if comm is not None and comm_seq > comms.get(tid, (0, None))[0]:
                 comms[tid] = (comm_seq, comm)
         r._cells = {key: n for _seq, key, n in sorted(cells, key=lambda c: c[0])}
+        r.unmatched = Counter()               # reasons in the order first seen, as count() adds them
+        for (_tid, _cpu, key), n in r._cells.items():
+            if key not in (STITCHED, PASSED):
+                r.unmatched[key] += n
         r._comms = {tid: comm for tid, (_seq, comm) in comms.items()}
         if st["deferred_without_tid"]:
             r.extra["deferred_without_tid"] = st["deferred_without_tid"]
@@ -152,6 +153,3 @@ def _callbacks(perf):
         return decomp[0].payload(perf, rec)
     return note, decompress
 
-
-def _first_seen(cells, k):
-    return min(c[3][k] for c in cells if c[2][k])
