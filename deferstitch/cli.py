@@ -20,140 +20,17 @@ import shutil
 import sys
 import tempfile
 
-from . import __version__
+from . import __version__, pipeline
 from .abi import consts as C
 from .errors import DeferstitchError, FormatError, UnsupportedError
 from .output.folded import Folded
-from .output.perf_records import PerfContext
 from .output.perf_script import PerfScript
 from .output.stitched_file import StitchedFile
 from .output.tables import render, table
-from .perfdata import engine
-from .perfdata.feed import PerfFeed
 from .perfdata.reader import PerfData
 from .perfdata.writer import PIPE_ONLY
 from .stitcher import DEFAULT_MAX_PENDING
 from .tracecmd.cli import register as register_trace
-
-
-class _Null:
-    report = None
-
-    def record(self, rec):
-        pass
-
-    def sample(self, s):
-        pass
-
-    def close(self):
-        pass
-
-
-def _progress(perf, quiet):
-    """tick(file offset): a progress line on stderr for big inputs when stderr is a terminal."""
-    if quiet or not sys.stderr.isatty() or perf.data_end is None or perf.data_end < (64 << 20):
-        return None
-    total = perf.data_end
-    state = {"n": 0}
-
-    def tick(offset):
-        state["n"] += 1
-        if state["n"] & 0xFFFF == 0 or offset >= total:
-            sys.stderr.write("\rdeferstitch: %3d%%" % (100 * offset // total))
-            sys.stderr.flush()
-    return tick
-
-
-def _run(args, make, symbols=False, perf=None):
-    """Run the input (``perf`` if already open) into ``make(perf, ctx)``: through the C engine
-    when it can take the file (perfdata/engine.py), else, or when it falls back, through the
-    Python path. Returns (report, output)."""
-    perf = perf or PerfData.open(args.input)
-    ctx = _context(perf, args) if symbols else None
-    out = make(perf, ctx)
-    mode = _engine_mode(out)
-    why = engine.unavailable(perf) if mode is not None else "an output the engine does not feed"
-    required = os.environ.get("DEFERSTITCH_ACCEL") == "require"
-    if why is None:
-        try:
-            return _run_engine(perf, out, args, ctx, mode), out
-        except (engine.Fallback, FormatError) as err:
-            why = "fell back at: %s" % err
-        perf.close()
-        if hasattr(out, "discard"):         # a file we can rewrite
-            out.discard()
-        written = getattr(out, "written", 0)   # text already out (perf script's, in time order)
-        perf = PerfData.open(args.input)
-        ctx = _context(perf, args) if symbols else None
-        out = make(perf, ctx)
-        if written:
-            out.skip = written
-    if required:
-        raise DeferstitchError("DEFERSTITCH_ACCEL=require, but the C engine was not used: %s" % why)
-    return _run_python(perf, out, args, ctx), out
-
-
-def _engine_mode(out):
-    if isinstance(out, StitchedFile):
-        return engine.MODE_FILE
-    if isinstance(out, _Null):
-        return engine.MODE_NONE
-    if hasattr(out, "turn"):             # prints in time order
-        return engine.MODE_ORDERED
-    if hasattr(out, "resolved_ips"):
-        return engine.MODE_EVENTS
-    return None
-
-
-def _run_engine(perf, out, args, ctx, mode):
-    run = engine.EngineRun(perf, mode, args.max_pending,
-                           keep=out.writer.keep_table() if mode == engine.MODE_FILE else None)
-    tick = _progress(perf, args.quiet)
-    done = perf.data_start
-    for chunk in run.chunks():
-        if mode == engine.MODE_FILE:
-            out.writer.write_kept(chunk)
-        elif mode != engine.MODE_NONE:      # events: resolved samples, side-band records, turns
-            add, observe, turn = out.resolved_ips, ctx.observe, getattr(out, "turn", None)
-            for ev in chunk:
-                cls = ev.__class__
-                if cls is tuple:
-                    add(*ev)
-                elif cls is int:
-                    turn(ev)
-                else:
-                    observe(ev)
-        if tick is not None:
-            done += engine.READ_SIZE
-            tick(min(done, perf.data_end))
-    rep = run.report()
-    if mode == engine.MODE_FILE:
-        out.writer.dropped = run.dropped
-    out.report = rep
-    out.close()
-    if tick is not None:
-        sys.stderr.write("\r\033[K")
-    return rep
-
-
-def _run_python(perf, out, args, ctx):
-    """reader -> feed/stitcher -> ``out``; ctx (maps, comms) and the progress line watch the input."""
-    tick = _progress(perf, args.quiet)
-    watchers = [w for w in (ctx.observe if ctx else None, (lambda rec: tick(rec.offset)) if tick else None) if w]
-
-    def observe(rec):
-        for w in watchers:
-            w(rec)
-    feed = PerfFeed(perf, out, max_pending=args.max_pending,
-                    observe=watchers[0] if len(watchers) == 1 else observe if watchers else None)
-    try:
-        feed.run()
-    finally:
-        out.report = feed.report
-        out.close()
-        if tick is not None:
-            sys.stderr.write("\r\033[K")
-    return feed.report
 
 
 def _open_out(path, binary):
@@ -226,7 +103,7 @@ def cmd_stitch(args):
     err = None
     try:
         try:
-            rep, out = _run(args, make, perf=perf)
+            rep, out = pipeline.run(args, make, perf=perf)
         except FormatError as e:        # damaged input: what was good before it is written
             err, rep, out = e, None, made[-1]
         if to_stdout:
@@ -254,7 +131,7 @@ def cmd_stitch(args):
 
 
 def cmd_report(args):
-    rep, _out = _run(args, lambda perf, ctx: _Null())
+    rep, _out = pipeline.run(args, lambda perf, ctx: pipeline.Null())
     if args.json:
         print(json.dumps(rep.to_json(), indent=1))
     else:
@@ -262,15 +139,10 @@ def cmd_report(args):
     return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
 
 
-def _context(perf, args):
-    return PerfContext(perf, symbols=not args.no_symbols, kallsyms=args.kallsyms, symfs=args.symfs,
-                       buildid_dir=args.buildid_dir)
-
-
 def _text_output(args, make):
     """Run an output that names frames (it needs the maps and comms of the stream)."""
     f = _open_out(args.output, False)
-    _run(args, lambda perf, ctx: make(f, ctx), symbols=True)
+    pipeline.run(args, lambda perf, ctx: make(f, ctx), symbols=True)
     f.flush()
     return 0
 
@@ -281,7 +153,7 @@ def cmd_export(args):
         if args.output in (None, "-") and sys.stdout.isatty():
             raise DeferstitchError("refusing to write a gzip'd profile to a terminal: give -o FILE")
         f = sys.stdout.buffer if args.output in (None, "-") else open(args.output, "wb")
-        _run(args, lambda perf, ctx: Pprof(f, ctx), symbols=True)
+        pipeline.run(args, lambda perf, ctx: Pprof(f, ctx), symbols=True)
         f.flush()
         return 0
     from .output.speedscope import Speedscope

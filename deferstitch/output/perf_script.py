@@ -22,7 +22,7 @@ class PerfScript:
         self._frames = StackCache(ctx, _frame_lines)
         self._ready = {}          # sample number -> text, until its turn (the C engine's path)
         self.written = 0          # samples written so far
-        self.skip = 0             # samples already written by a run that fell back (see cli._run)
+        self.skip = 0             # samples already written by a run that fell back (see pipeline.run)
 
     def record(self, rec):
         pass
