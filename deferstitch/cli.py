@@ -131,7 +131,12 @@ def cmd_stitch(args):
 
 
 def cmd_report(args):
-    rep, _out = pipeline.run(args, lambda perf, ctx: pipeline.Null())
+    make = lambda perf, ctx: pipeline.Null()     # noqa: E731
+    if args.html:
+        from .output.report_page import ReportPage
+        page = _open_out(args.html, False)
+        make = lambda perf, ctx: ReportPage(page, perf, "%s: deferred callchain stitching" % args.input)  # noqa: E731
+    rep, _out = pipeline.run(args, make)
     if args.json:
         print(json.dumps(rep.to_json(), indent=1))
     else:
@@ -162,6 +167,13 @@ def cmd_export(args):
 
 def cmd_script(args):
     return _text_output(args, lambda f, ctx: PerfScript(f, ctx, args.max_stack))
+
+
+def cmd_flamegraph(args):
+    from .output.flamegraph import FlameGraph
+    return _text_output(args, lambda f, ctx: FlameGraph(
+        f, ctx, args.output, title=args.title or "Flame Graph: %s" % os.path.basename(args.input),
+        width=args.width, inverted=args.inverted, weight=args.weight))
 
 
 def cmd_folded(args):
@@ -202,12 +214,22 @@ def build_parser():
     sp = add("report", cmd_report, "what was stitched, what not, and why")
     sp.add_argument("--json", action="store_true", help="one JSON object")
     sp.add_argument("--fail-on-unmatched", action="store_true", help="exit 1 if any sample is unmatched")
+    sp.add_argument("--html", metavar="OUT.html",
+                    help="also write the report as a page: tables, a bar per reason, a timeline")
     def symbol_options(sp):
         sp.add_argument("--no-symbols", action="store_true", help="raw addresses, no names")
         sp.add_argument("--kallsyms", metavar="FILE",
                         help="kernel symbols (default: /proc/kallsyms if recorded on this kernel)")
         sp.add_argument("--symfs", metavar="DIR", help="look for binaries under DIR, as perf --symfs")
         sp.add_argument("--buildid-dir", metavar="DIR", help="perf's build-id cache (default ~/.debug)")
+
+    def flame_options(sp):
+        sp.add_argument("-o", "--output", help="OUT.html, or OUT.svg for SVG (default or -: HTML on stdout)")
+        sp.add_argument("--title", help="the graph's title (default: Flame Graph: INPUT)")
+        sp.add_argument("--width", type=int, default=1200, help="width in pixels (default %(default)d)")
+        sp.add_argument("--weight", choices=("samples", "period"), default="samples",
+                        help="frame widths by sample count or by period")
+        sp.add_argument("--inverted", action="store_true", help="an icicle graph: roots at the top")
 
     sp = add("script", cmd_script, "stitched samples in perf script's layout")
     symbol_options(sp)
@@ -217,6 +239,9 @@ def build_parser():
     symbol_options(sp)
     sp.add_argument("-o", "--output")
     sp.add_argument("--weight", choices=("samples", "period"), default="samples")
+    sp = add("flamegraph", cmd_flamegraph, "an interactive flame graph: one HTML (or .svg) file")
+    symbol_options(sp)
+    flame_options(sp)
     sp = add("export", cmd_export, "a profile for other viewers: speedscope JSON or pprof")
     symbol_options(sp)
     sp.add_argument("--format", choices=("speedscope", "pprof"), required=True)
