@@ -4,6 +4,8 @@ Usage:
   deferstitch trace report trace.dat [--json] [--fail-on-unmatched]
   deferstitch trace script trace.dat [--symfs DIR] [-o out.txt]
   deferstitch trace folded trace.dat > out.folded          (flamegraph.pl out.folded)
+  deferstitch trace flamegraph trace.dat -o out.html       (interactive; .svg too)
+  deferstitch trace report trace.dat --html report.html
   deferstitch trace trace.dat                              (= report)
 
 Deferred user stacks (ftrace option userstacktrace_delay) are stitched by the shared core; the
@@ -17,10 +19,10 @@ from ..errors import DeferstitchError
 from ..output.tables import render
 from ..stitcher import DEFAULT_MAX_PENDING
 from .bridge import Trace
-from .outputs import Folded, Namer, Script
+from .outputs import Flame, Folded, Namer, Script
 from .reader import FtraceFeed
 
-COMMANDS = ("report", "script", "folded")
+COMMANDS = ("report", "script", "folded", "flamegraph")
 
 
 def _open_out(path):
@@ -41,21 +43,52 @@ def run_feed(path, out=None, max_pending=DEFAULT_MAX_PENDING, resolved=None, sta
 def cmd_trace(args):
     cmd, path = _split(args.what)
     if cmd == "report":
-        rep, _t = run_feed(path, max_pending=args.max_pending)
+        title = "%s: deferred user stack stitching (ftrace)" % path
+        if args.html:
+            rep = _report_page(path, args, title)
+        else:
+            rep, _t = run_feed(path, max_pending=args.max_pending)
         if args.json:
             print(json.dumps(rep.to_json(), indent=1))
         else:
-            sys.stdout.write(render(rep, "%s: deferred user stack stitching (ftrace)" % path))
+            sys.stdout.write(render(rep, title))
         return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
     f = _open_out(args.output)
     with Trace(path) as trace:
         namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols)
-        out = Script(f, namer, args.max_stack) if cmd == "script" else Folded(f, namer)
+        if cmd == "flamegraph":
+            out = Flame(f, namer, args.output, title=args.title or "Flame Graph: %s" % path,
+                        width=args.width, inverted=args.inverted)
+        else:
+            out = Script(f, namer, args.max_stack) if cmd == "script" else Folded(f, namer)
         feed = FtraceFeed(sample=out.sample, max_pending=args.max_pending, long_size=trace.long_size)
         feed.run(trace)
         out.close()
     f.flush()
     return 0
+
+
+def _report_page(path, args, title):
+    """report --html: the run, with its samples and missed-event marks on a Timeline."""
+    from ..output.report_page import Timeline, page
+    timeline = Timeline()
+
+    def sample(s):
+        key = s.outcome if s.reason is None else s.reason
+        timeline.add(s.time, s.cpu, s.tid, s.comm, key)
+
+    def watched(trace):
+        for ev in trace:
+            if ev.missed:
+                timeline.lost_notice(ev.ts)
+            yield ev
+    with Trace(path) as trace:
+        feed = FtraceFeed(sample=sample, max_pending=args.max_pending, long_size=trace.long_size)
+        feed.run(watched(trace))
+    f = _open_out(args.html)
+    f.write(page(feed.report, timeline, title))
+    f.flush()
+    return feed.report
 
 
 def _split(what):
@@ -75,11 +108,11 @@ def _split(what):
 def register(sub):
     """Add the ``trace`` subcommand to the main parser's subparsers."""
     sp = sub.add_parser("trace", help="the same outputs for a trace-cmd trace.dat (ftrace)",
-                        usage="deferstitch trace {report,script,folded} FILE.dat [options]",
+                        usage="deferstitch trace {report,script,folded,flamegraph} FILE.dat [options]",
                         description=__doc__.split("\n")[0].replace("``", ""),
                         epilog=__doc__.split("\n", 2)[2],
                         formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
-    sp.add_argument("what", nargs="+", metavar="{report,script,folded} FILE.dat",
+    sp.add_argument("what", nargs="+", metavar="{report,script,folded,flamegraph} FILE.dat",
                     help="what to print (default report) and the trace.dat (default ./trace.dat)")
     sp.add_argument("--max-pending", type=int, default=DEFAULT_MAX_PENDING, metavar="N",
                     help="events waiting for their stack at most (default %(default)d); the oldest "
@@ -87,7 +120,13 @@ def register(sub):
     sp.add_argument("--json", action="store_true", help="report: one JSON object")
     sp.add_argument("--fail-on-unmatched", action="store_true",
                     help="report: exit 1 if any event is unmatched")
-    sp.add_argument("-o", "--output", help="script/folded: output file (default or -: stdout)")
+    sp.add_argument("--html", metavar="OUT.html",
+                    help="report: also write it as a page (tables, a bar per reason, a timeline)")
+    sp.add_argument("--title", help="flamegraph: the title (default: Flame Graph: FILE)")
+    sp.add_argument("--width", type=int, default=1200, help="flamegraph: width in pixels")
+    sp.add_argument("--inverted", action="store_true", help="flamegraph: an icicle graph")
+    sp.add_argument("-o", "--output", help="script/folded/flamegraph: output file (default or -: "
+                    "stdout; flamegraph: .svg for SVG, else HTML)")
     sp.add_argument("--symfs", metavar="DIR", help="look for user binaries under DIR")
     sp.add_argument("--no-symbols", action="store_true", help="raw addresses and offsets, no names")
     sp.add_argument("--max-stack", type=int, default=127, help="script: frames per event")

@@ -121,6 +121,29 @@ class Folded:
             self.f.write("%s %d\n" % (key, self.stacks[key]))
 
 
+class Flame:
+    """A flame graph of ftrace samples (output/flamegraph.py): kernel frames by their dso, the
+    lost-stack frame by its name, the rest user frames; the event's comm at the root."""
+
+    def __init__(self, f, namer, path=None, **kw):
+        from ..output.flamegraph import FlameTree
+        self.f, self.namer, self.path, self.kw = f, namer, path, kw
+        self.tree = FlameTree()
+
+    def sample(self, s):
+        from ..output.flamegraph import COMM, KERNEL, LOST, USER
+        frames = [((s.comm or "<...>").replace(" ", "_"), COMM)]
+        for n, sym, _o, dso in reversed(self.namer.frames(s)):
+            kind = KERNEL if dso == KERNEL_DSO else LOST if n == 0 and (sym or "").startswith(
+                "[user stack lost") else USER
+            frames.append((frame_name(sym, dso, n), kind))
+        self.tree.add(frames, 1, s.after_stack)
+
+    def close(self):
+        from ..output.flamegraph import write
+        write(self.f, self.tree, self.path, **self.kw)
+
+
 def stack_block(namer, served):
     """What the report plugin prints under a user_unwind_stack: each event it completed."""
     lines = []
