@@ -165,7 +165,7 @@ def test_ten_million_pending_samples_under_max_pending(tmp_path):
     rep = json.loads(out["stdout"])
     assert rep["samples"] == PENDING and rep["conserved"]
     assert rep["unmatched"] == {"evicted": PENDING - 1000, "stream-ended": 1000}
-    assert rep["max_pending"] <= 1001 and rep["max_queued_in_sorter"] <= 2 * ROUND + 1
+    assert rep["max_pending"] <= 1001 and rep["perf"]["max_queued_in_sorter"] <= 2 * ROUND + 1
     rss_mb = int(rss_file.read_text()) / 1024
     # 10 M samples held would be gigabytes; bounded work is the interpreter plus ~a window
     assert rss_mb < 150, "peak RSS %.0f MB for %d pending samples" % (rss_mb, PENDING)
