@@ -131,11 +131,21 @@ def cmd_stitch(args):
 
 
 def cmd_report(args):
-    rep, _out = pipeline.run(args, lambda perf, ctx: pipeline.Null())
+    made = []
+    err = None
+    try:
+        rep, _out = pipeline.run(args, lambda perf, ctx: made.append(pipeline.Null()) or made[-1])
+    except FormatError as e:         # damaged input: the report of what was read, then exit 2
+        if not made or made[-1].report is None:
+            raise
+        err, rep = e, made[-1].report
     if args.json:
         print(json.dumps(rep.to_json(), indent=1))
     else:
         sys.stdout.write(render(rep, "%s: deferred callchain stitching" % args.input))
+    if err is not None:
+        sys.stdout.flush()
+        raise err
     return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
 
 

@@ -31,6 +31,9 @@ def render(rep, title=None):
     out = []
     if title:
         out.append(title)
+    if rep.error is not None:
+        out.append("INCOMPLETE: the input stopped at %s; the counts are for what was read "
+                   "before it" % rep.error)
     total = rep.samples
     rows = [[STITCHED, rep.stitched, _pct(rep.stitched, total)],
             ["  of which after its stack was written", rep.stitched_after_stack,

@@ -111,6 +111,7 @@ class PerfFeed:
                 self._push(rec)
         except FormatError as err:
             self.error = err
+            self.report.error = str(err)    # the report says it is of a part only
         st.finish()
         self._drain()
         self.report.extra.update(self._extra())

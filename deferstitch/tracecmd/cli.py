@@ -13,7 +13,7 @@ their events the same way, so the outputs are the same either way.
 import json
 import sys
 
-from ..errors import DeferstitchError
+from ..errors import DeferstitchError, FormatError
 from ..output.tables import render
 from ..stitcher import DEFAULT_MAX_PENDING
 from .bridge import Trace
@@ -32,10 +32,22 @@ def run_feed(path, out=None, max_pending=DEFAULT_MAX_PENDING, resolved=None, sta
     with Trace(path) as trace:
         feed = FtraceFeed(resolved=resolved, sample=out.sample if out else None, stack=stack,
                           max_pending=max_pending, long_size=trace.long_size)
-        feed.run(trace)
+        _feed(feed, trace)
         if out is not None:
             out.close()
         return feed.report, trace
+
+
+def _feed(feed, trace):
+    """Run the feed over the trace. At damage inside, what was read before it is still
+    stitched and reported (``report.error`` says where it stopped); the error is returned."""
+    try:
+        feed.run(trace)
+    except FormatError as err:
+        feed.finish()
+        feed.report.error = str(err)
+        return err
+    return None
 
 
 def cmd_trace(args):
@@ -46,15 +58,19 @@ def cmd_trace(args):
             print(json.dumps(rep.to_json(), indent=1))
         else:
             sys.stdout.write(render(rep, "%s: deferred user stack stitching (ftrace)" % path))
+        if rep.error is not None:           # printed above for what was read; exit 2
+            raise DeferstitchError(rep.error)
         return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
     f = _open_out(args.output)
     with Trace(path) as trace:
         namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols)
         out = Script(f, namer, args.max_stack) if cmd == "script" else Folded(f, namer)
         feed = FtraceFeed(sample=out.sample, max_pending=args.max_pending, long_size=trace.long_size)
-        feed.run(trace)
+        err = _feed(feed, trace)
         out.close()
     f.flush()
+    if err is not None:                     # the good part is written; exit 2
+        raise err
     return 0
 
 
