@@ -62,6 +62,8 @@ def cmd_info(args):
     if perf.header is not None:
         h = perf.header
         info["header"] = {"attr_size": h.attr_size, "attrs": list(h.attrs), "data": list(h.data)}
+    if perf.warning is not None:
+        info["warning"] = perf.warning
     if args.json:
         print(json.dumps(info, indent=1, default=str))
     else:
@@ -69,6 +71,8 @@ def cmd_info(args):
         if "header" in info:
             print("header: attr_size %d, attrs at %#x (%d bytes), data at %#x (%d bytes)"
                   % (h.attr_size, h.attrs.offset, h.attrs.size, h.data.offset, h.data.size))
+        if perf.warning is not None:
+            print("warning: " + perf.warning)
         print()
         print(table([[a["name"], a["type"], "%#x" % a["config"], a["size"], a["sample_type"],
                       a["sample_id_all"], a["defer_callchain"], a["defer_output"], a["ids"]]

@@ -52,6 +52,8 @@ def run(args, make, symbols=False, perf=None):
     when it can take the file (perfdata/engine.py), else, or when it falls back, through the
     Python path. Returns (report, output)."""
     perf = perf or PerfData.open(args.input)
+    if perf.warning is not None and not args.quiet:
+        sys.stderr.write("deferstitch: %s: %s\n" % (perf.path, perf.warning))
     ctx = context(perf, args) if symbols else None
     out = make(perf, ctx)
     mode = _engine_mode(out)

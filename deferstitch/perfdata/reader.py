@@ -152,6 +152,7 @@ class PerfData:
         self.features = {}            # feature bit -> raw payload bytes
         self.header = None
         self.feature_error = None     # damaged feature sections (file mode), reported at the end
+        self.warning = None           # the header does not cover the records (see _data_bounds)
         if self.pipe:
             self.data_start, self.data_end = PIPE_HEADER_SIZE, None
             return
@@ -167,12 +168,37 @@ class PerfData:
         if h.data.offset < HEADER_SIZE:
             raise FormatError(path, 40, "data section at %#x overlaps the header" % h.data.offset)
         self._read_attrs(h)
+        self._data_bounds(h)
         if self._s.seekable:
-            try:
-                self._read_features(h)
-            except FormatError as err:      # a cut file: its records still count, the
-                self.feature_error = err    # damage is reported where the records end
+            if self.warning is None:        # else none yet: perf writes them when it stops
+                try:
+                    self._read_features(h)
+                except FormatError as err:      # a cut file: its records still count, the
+                    self.feature_error = err    # damage is reported where the records end
+                    self._data_bounds(h, err)
             self._s.goto(self.data_start, "data section")
+
+    def _data_bounds(self, h, feature_error=None):
+        """Where the records end when the header does not say it: perf record writes data.size
+        (and the features after the data) only when it stops, so a file it is still writing,
+        or that it never finished, says 0. perf 7.2 then warns and reads nothing; we warn and
+        read the records to the end of the file, as for a pipe. A header that promises less
+        than the file holds, with no features there to fill the rest (none flagged, or no
+        feature table where it says), is read to the end too."""
+        size = self._s.size
+        if h.data.size == 0:
+            self.warning = ("the header's data.size is 0 (perf record still writing, or killed): "
+                            "reading the records to the end of the file")
+        elif size is not None and self.data_end < size and (not h.features or feature_error):
+            self.warning = ("the header's data.size (%d bytes) ends %d bytes before the file "
+                            "does, %s: reading the records to the end of the file"
+                            % (h.data.size, size - self.data_end,
+                               "and no feature table follows" if h.features else "with no features"))
+            self.features = {}          # what was read as features was records
+            self.feature_error = None
+        else:
+            return
+        self.data_end = size            # None through a pipe: records until its end
 
     # -- metadata ------------------------------------------------------------------------------
     @classmethod
@@ -306,7 +332,8 @@ class PerfData:
                 yield from decomp.feed(self, rec)
         if decomp is not None:
             decomp.finish(end if end is not None else s.pos)
-        if not self.pipe and not s.seekable and self.header.features and not self.features:
+        if not self.pipe and not s.seekable and self.header.features and not self.features \
+                and self.warning is None:
             try:                        # a file-mode perf.data through a pipe: features come last
                 self._read_features(self.header)
             except FormatError as err:
