@@ -107,7 +107,7 @@ def cmd_stitch(args):
     err = None
     try:
         try:
-            rep, out = pipeline.run(args, make, perf=perf)
+            rep, out = pipeline.run(args, make, perf=perf, hint=True)
         except FormatError as e:        # damaged input: what was good before it is written
             err, rep, out = e, None, made[-1]
         if to_stdout:
@@ -138,7 +138,8 @@ def cmd_report(args):
     made = []
     err = None
     try:
-        rep, _out = pipeline.run(args, lambda perf, ctx: made.append(pipeline.Null()) or made[-1])
+        rep, _out = pipeline.run(args, lambda perf, ctx: made.append(pipeline.Null()) or made[-1],
+                                 hint=True)
     except FormatError as e:         # damaged input: the report of what was read, then exit 2
         if not made or made[-1].report is None:
             raise
@@ -197,18 +198,22 @@ def build_parser():
     p.add_argument("--version", action="version", version="deferstitch " + __version__)
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    def add(name, func, help_):
+    def add(name, func, help_, stitches=True):
+        """A subcommand reading a perf.data; ``stitches``: it runs the stitcher (info does not)."""
         sp = sub.add_parser(name, help=help_, description=help_)
-        sp.add_argument("input", nargs="?", default="perf.data", help="perf.data, or - for stdin")
-        sp.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
-        sp.add_argument("--max-pending", type=_count, default=DEFAULT_MAX_PENDING, metavar="N",
-                        help="samples waiting for their stack at most (default %(default)d); "
-                             "the oldest beyond are reported as evicted")
+        sp.add_argument("input", nargs="?", default="perf.data",
+                        help="the perf.data (default ./perf.data), or - for standard input")
+        if stitches:
+            sp.add_argument("-q", "--quiet", action="store_true",
+                            help="no progress, summary, warning or hint on stderr (errors still)")
+            sp.add_argument("--max-pending", type=_count, default=DEFAULT_MAX_PENDING, metavar="N",
+                            help="samples waiting for their stack at most (default %(default)d); "
+                                 "the oldest beyond are reported as evicted")
         sp.set_defaults(func=func)
         return sp
 
-    sp = add("info", cmd_info, "header, attrs, features and records per type")
-    sp.add_argument("--json", action="store_true")
+    sp = add("info", cmd_info, "header, attrs, features and records per type", stitches=False)
+    sp.add_argument("--json", action="store_true", help="one JSON object")
     sp = add("stitch", cmd_stitch, "write a perf.data with whole stacks and no deferred records")
     sp.add_argument("-o", "--output", help="output file (default or -: stdout)")
     sp.add_argument("--native", action="store_true",
@@ -225,15 +230,17 @@ def build_parser():
 
     sp = add("script", cmd_script, "stitched samples in perf script's layout")
     symbol_options(sp)
-    sp.add_argument("-o", "--output")
+    sp.add_argument("-o", "--output", help="output file (default or -: stdout)")
     sp.add_argument("--max-stack", type=int, default=127, help="frames per sample (perf's default 127)")
     sp = add("folded", cmd_folded, "FlameGraph folded stacks")
     symbol_options(sp)
-    sp.add_argument("-o", "--output")
-    sp.add_argument("--weight", choices=("samples", "period"), default="samples")
+    sp.add_argument("-o", "--output", help="output file (default or -: stdout)")
+    sp.add_argument("--weight", choices=("samples", "period"), default="samples",
+                    help="count each stack by samples (default) or by their period")
     sp = add("export", cmd_export, "a profile for other viewers: speedscope JSON or pprof")
     symbol_options(sp)
-    sp.add_argument("--format", choices=("speedscope", "pprof"), required=True)
+    sp.add_argument("--format", choices=("speedscope", "pprof"), required=True,
+                    help="speedscope's file format, or pprof's gzip'd profile.proto")
     sp.add_argument("-o", "--output", help="output file (default: stdout)")
     sp.add_argument("--weight", choices=("samples", "period"), default="samples",
                     help="speedscope weights (pprof carries both)")

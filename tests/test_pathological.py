@@ -40,8 +40,8 @@ def _expect_one_line(tmp_path, data, offset, *words, cmds=("report", "stitch", "
     bad = tmp_path / "bad.data"
     bad.write_bytes(bytes(data))
     for cmd in cmds:
-        r = run_cli(cmd, bad, "-q", *(["-o", tmp_path / "o.data"] if cmd == "stitch" else []),
-                    timeout=60)
+        r = run_cli(cmd, bad, *([] if cmd == "info" else ["-q"]),
+                    *(["-o", tmp_path / "o.data"] if cmd == "stitch" else []), timeout=60)
         assert r.returncode == 2, (cmd, r.returncode, r.stderr)
         err = r.stderr.decode()
         assert err.count("\n") == 1 and "Traceback" not in err, err

@@ -5,6 +5,7 @@ Usage:
   deferstitch trace script trace.dat [--symfs DIR] [-o out.txt]
   deferstitch trace folded trace.dat > out.folded          (flamegraph.pl out.folded)
   deferstitch trace trace.dat                              (= report)
+  deferstitch trace                                        (= report ./trace.dat)
 
 Deferred user stacks (ftrace option userstacktrace_delay) are stitched by the shared core; the
 synchronous user stacks of today's kernels (trace-cmd record -O userstacktrace) are paired with
@@ -76,7 +77,9 @@ def cmd_trace(args):
 
 def _split(what):
     """(command, file) from ``report FILE``, ``FILE report`` or ``FILE``."""
-    if not what or len(what) > 2:
+    if not what:
+        return "report", "trace.dat"
+    if len(what) > 2:
         raise DeferstitchError("usage: deferstitch trace {report,script,folded} FILE.dat")
     if len(what) == 1:
         return (what[0], "trace.dat") if what[0] in COMMANDS else ("report", what[0])
@@ -95,7 +98,7 @@ def register(sub):
                         description=__doc__.split("\n")[0].replace("``", ""),
                         epilog=__doc__.split("\n", 2)[2],
                         formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
-    sp.add_argument("what", nargs="+", metavar="{report,script,folded} FILE.dat",
+    sp.add_argument("what", nargs="*", metavar="{report,script,folded} FILE.dat",
                     help="what to print (default report) and the trace.dat (default ./trace.dat)")
     sp.add_argument("--max-pending", type=int, default=DEFAULT_MAX_PENDING, metavar="N",
                     help="events waiting for their stack at most (default %(default)d); the oldest "
