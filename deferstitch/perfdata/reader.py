@@ -168,36 +168,36 @@ class PerfData:
         if h.data.offset < HEADER_SIZE:
             raise FormatError(path, 40, "data section at %#x overlaps the header" % h.data.offset)
         self._read_attrs(h)
+        if self._s.seekable:
+            try:
+                self._read_features(h)
+            except FormatError as err:      # a cut file: its records still count, the
+                self.feature_error = err    # damage is reported where the records end
         self._data_bounds(h)
         if self._s.seekable:
-            if self.warning is None:        # else none yet: perf writes them when it stops
-                try:
-                    self._read_features(h)
-                except FormatError as err:      # a cut file: its records still count, the
-                    self.feature_error = err    # damage is reported where the records end
-                    self._data_bounds(h, err)
             self._s.goto(self.data_start, "data section")
 
-    def _data_bounds(self, h, feature_error=None):
+    def _data_bounds(self, h):
         """Where the records end when the header does not say it: perf record writes data.size
-        (and the features after the data) only when it stops, so a file it is still writing,
-        or that it never finished, says 0. perf 7.2 then warns and reads nothing; we warn and
-        read the records to the end of the file, as for a pipe. A header that promises less
-        than the file holds, with no features there to fill the rest (none flagged, or no
-        feature table where it says), is read to the end too."""
+        and the features after the data only when it stops, so a file it is still writing, or
+        that it never finished, says 0 (perf 7.2 then warns and reads nothing). When nothing
+        the header describes lies past the data (attrs, ids, or a feature table that reads),
+        a data.size of 0, or one that ends before the file does, gets a warning and the
+        records are read to the end of the file, as for a pipe."""
+        if self._meta_after_data or (h.features and self._s.seekable and self.feature_error is None):
+            return                      # a finished file: what follows the data is described
         size = self._s.size
         if h.data.size == 0:
             self.warning = ("the header's data.size is 0 (perf record still writing, or killed): "
                             "reading the records to the end of the file")
-        elif size is not None and self.data_end < size and (not h.features or feature_error):
+        elif size is not None and self.data_end < size:
             self.warning = ("the header's data.size (%d bytes) ends %d bytes before the file "
                             "does, %s: reading the records to the end of the file"
                             % (h.data.size, size - self.data_end,
                                "and no feature table follows" if h.features else "with no features"))
-            self.features = {}          # what was read as features was records
-            self.feature_error = None
         else:
             return
+        self.features, self.feature_error = {}, None     # what was read as features was records
         self.data_end = size            # None through a pipe: records until its end
 
     # -- metadata ------------------------------------------------------------------------------
@@ -256,6 +256,9 @@ class PerfData:
                 raise FormatError(self.path, h.attrs.offset + off + asz, "attr ids size %d is not a "
                                   "multiple of 8" % ids_size)
             entries.append((attr, ids_off, ids_size))
+        # attrs and ids after the data (where our writer puts them) fill the tail
+        self._meta_after_data = h.attrs.offset >= self.data_end or any(
+            off >= self.data_end for _a, off, size in entries if size)
         ids_of = {}
         for i in sorted(range(n), key=lambda i: entries[i][1]):   # forward order for a pipe
             _attr, ids_off, ids_size = entries[i]
@@ -355,8 +358,9 @@ class PerfData:
             raise FormatError(path, at, "record size %d (type %s) is smaller than its header"
                               % (size, C.record_name(rtype)))
         if end is not None and at + size > end:
-            raise FormatError(path, at, "record %s of %d bytes runs past the data section end %#x"
-                              % (C.record_name(rtype), size, end))
+            raise FormatError(path, at, "record %s of %d bytes runs past the %s %#x"
+                              % (C.record_name(rtype), size, "end of the file" if end == s.size
+                                 else "data section end", end))
         data = s.read(size, "record %s of %d bytes" % (C.record_name(rtype), size))
         extra = b""
         if rtype == C.PERF_RECORD_AUXTRACE and size >= 16:
