@@ -6,10 +6,12 @@ import os
 
 import pytest
 
-from conftest import capture, run_cli
+from conftest import CAPTURES, capture, run_cli
 from deferstitch.abi import consts as C
-from deferstitch.errors import FormatError
+from deferstitch.errors import DeferstitchError, FormatError
 from deferstitch.perfdata.reader import PerfData
+from deferstitch.tracecmd import cli as trace_cli
+from deferstitch.tracecmd.reader import FtraceFeed
 
 
 def good_samples(path):
@@ -89,17 +91,14 @@ def test_trace_report_of_a_trace_stopped_by_damage():
     """The trace side: at a FormatError inside the events, the feed finishes what it read and
     the report says where it stopped. libtracecmd itself stops quietly at a cut file, so the
     damage is put into the real capture's event stream after half of its events."""
-    from conftest import CAPTURES
-    from deferstitch.tracecmd import cli as tcli
     real = CAPTURES / "ftrace" / "trace-userstacktrace.dat"
     if not real.exists():
         pytest.skip("real captures not found: put the shared folder beside the checkout")
     try:
         from deferstitch.tracecmd.bridge import Trace
         trace = Trace(str(real))
-    except Exception as e:                              # libtracecmd missing
-        pytest.skip("trace-cmd's library: apt-get install libtracecmd1 (%s)" % e)
-    from deferstitch.tracecmd.reader import FtraceFeed
+    except DeferstitchError as e:                       # libtracecmd missing: says what to install
+        pytest.skip(str(e))
     with trace:
         events = list(trace)
 
@@ -107,7 +106,7 @@ def test_trace_report_of_a_trace_stopped_by_damage():
         yield from events[:len(events) // 2]
         raise FormatError(str(real), 0x1234, "made-up damage")
     feed = FtraceFeed(long_size=8)
-    err = tcli._feed(feed, damaged())
+    err = trace_cli._feed(feed, damaged())
     assert isinstance(err, FormatError)
     rep = feed.report
     assert rep.error == str(err) and rep.conserved() and 0 < rep.samples < len(events) // 2 + 1
