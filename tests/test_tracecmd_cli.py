@@ -22,7 +22,7 @@ def test_report_json_and_tables(deferred):
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert d["conserved"] and {k: d[k] for k in S.EXPECT} == S.EXPECT
-    assert d["events"]["ftrace:user_unwind_stack"] == 2
+    assert d["ftrace"]["events"]["ftrace:user_unwind_stack"] == 2
     p = run_cli("trace", deferred)                      # FILE alone = report
     text = p.stdout.decode()
     assert p.returncode == 0 and "unmatched: deferred-lost-after-lost-records" in text
@@ -79,7 +79,7 @@ def test_real_capture_outputs():
         pytest.skip("real captures not found: put the shared folder beside the checkout")
     d = json.loads(run_cli("trace", "report", REAL, "--json").stdout)
     assert (d["samples"], d["passed"], d["conserved"]) == (29000, 29000, True)
-    assert d["events"] == {"ftrace:user_stack": 29000, "syscalls:sys_enter_getppid": 29000}
+    assert d["ftrace"]["events"] == {"ftrace:user_stack": 29000, "syscalls:sys_enter_getppid": 29000}
     folded = run_cli("trace", "folded", REAL).stdout.decode().splitlines()
     assert sum(int(l.rsplit(" ", 1)[1]) for l in folded) == 29000
     assert all(l.startswith("workload_a;") for l in folded)

@@ -175,6 +175,8 @@ def page(rep, timeline, title):
                      % (colour(k), esc(k)) for k in keys)
     verdict = ("samples = stitched + passed + unmatched: the counts add up" if rep.conserved()
                else "THE COUNTS DO NOT ADD UP")
+    if getattr(rep, "error", None):
+        verdict += ". INCOMPLETE: the input stopped at %s; the counts are for what was read before it" % rep.error
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>\n"
             "<style>body{font-family:Verdana,sans-serif;font-size:13px;margin:16px}"
             "table{border-collapse:collapse;margin:8px 0 18px}td,th{border:1px solid #ccc;padding:2px 8px;"

@@ -65,5 +65,8 @@ def sections(rep):
 
 def render(rep, title=None):
     parts = [title] if title else []
+    if rep.error is not None:
+        parts.append("INCOMPLETE: the input stopped at %s; the counts are for what was read "
+                     "before it" % rep.error)
     parts.append("\n\n".join(table(rows, headers) for headers, rows in sections(rep)))
     return "\n".join(parts) + "\n"

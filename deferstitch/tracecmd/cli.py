@@ -7,6 +7,7 @@ Usage:
   deferstitch trace flamegraph trace.dat -o out.html       (interactive; .svg too)
   deferstitch trace report trace.dat --html report.html
   deferstitch trace trace.dat                              (= report)
+  deferstitch trace                                        (= report ./trace.dat)
 
 Deferred user stacks (ftrace option userstacktrace_delay) are stitched by the shared core; the
 synchronous user stacks of today's kernels (trace-cmd record -O userstacktrace) are paired with
@@ -15,7 +16,7 @@ their events the same way, so the outputs are the same either way.
 import json
 import sys
 
-from ..errors import DeferstitchError
+from ..errors import DeferstitchError, FormatError
 from ..output.tables import render
 from ..stitcher import DEFAULT_MAX_PENDING
 from .bridge import Trace
@@ -34,10 +35,22 @@ def run_feed(path, out=None, max_pending=DEFAULT_MAX_PENDING, resolved=None, sta
     with Trace(path) as trace:
         feed = FtraceFeed(resolved=resolved, sample=out.sample if out else None, stack=stack,
                           max_pending=max_pending, long_size=trace.long_size)
-        feed.run(trace)
+        _feed(feed, trace)
         if out is not None:
             out.close()
         return feed.report, trace
+
+
+def _feed(feed, trace):
+    """Run the feed over the trace. At damage inside, what was read before it is still
+    stitched and reported (``report.error`` says where it stopped); the error is returned."""
+    try:
+        feed.run(trace)
+    except FormatError as err:
+        feed.finish()
+        feed.report.error = str(err)
+        return err
+    return None
 
 
 def cmd_trace(args):
@@ -52,6 +65,8 @@ def cmd_trace(args):
             print(json.dumps(rep.to_json(), indent=1))
         else:
             sys.stdout.write(render(rep, title))
+        if rep.error is not None:           # printed above for what was read; exit 2
+            raise DeferstitchError(rep.error)
         return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
     f = _open_out(args.output)
     with Trace(path) as trace:
@@ -62,9 +77,11 @@ def cmd_trace(args):
         else:
             out = Script(f, namer, args.max_stack) if cmd == "script" else Folded(f, namer)
         feed = FtraceFeed(sample=out.sample, max_pending=args.max_pending, long_size=trace.long_size)
-        feed.run(trace)
+        err = _feed(feed, trace)
         out.close()
     f.flush()
+    if err is not None:                     # the good part is written; exit 2
+        raise err
     return 0
 
 
@@ -84,7 +101,7 @@ def _report_page(path, args, title):
             yield ev
     with Trace(path) as trace:
         feed = FtraceFeed(sample=sample, max_pending=args.max_pending, long_size=trace.long_size)
-        feed.run(watched(trace))
+        _feed(feed, watched(trace))
     f = _open_out(args.html)
     f.write(page(feed.report, timeline, title))
     f.flush()
@@ -93,8 +110,10 @@ def _report_page(path, args, title):
 
 def _split(what):
     """(command, file) from ``report FILE``, ``FILE report`` or ``FILE``."""
-    if not what or len(what) > 2:
-        raise DeferstitchError("usage: deferstitch trace {report,script,folded} FILE.dat")
+    if not what:
+        return "report", "trace.dat"
+    if len(what) > 2:
+        raise DeferstitchError("usage: deferstitch trace {%s} FILE.dat" % ",".join(COMMANDS))
     if len(what) == 1:
         return (what[0], "trace.dat") if what[0] in COMMANDS else ("report", what[0])
     a, b = what
@@ -112,7 +131,7 @@ def register(sub):
                         description=__doc__.split("\n")[0].replace("``", ""),
                         epilog=__doc__.split("\n", 2)[2],
                         formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
-    sp.add_argument("what", nargs="+", metavar="{report,script,folded,flamegraph} FILE.dat",
+    sp.add_argument("what", nargs="*", metavar="{report,script,folded,flamegraph} FILE.dat",
                     help="what to print (default report) and the trace.dat (default ./trace.dat)")
     sp.add_argument("--max-pending", type=int, default=DEFAULT_MAX_PENDING, metavar="N",
                     help="events waiting for their stack at most (default %(default)d); the oldest "

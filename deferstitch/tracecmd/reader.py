@@ -79,6 +79,7 @@ class FtraceFeed:
         self.on_resolved, self.on_sample, self.on_stack = resolved, sample, stack
         self.stitcher = Stitcher(self._resolved, max_pending, exit_grace=exit_grace)
         self.report = self.stitcher.report
+        self.report.source = "ftrace"
         self.no_vma = (1 << (8 * long_size)) - 1
         self.open = {}              # cpu -> [Pending], oldest first (at most MAX_NEST)
         self.paths = {}             # (inode or hash, dev or None) -> path
