@@ -97,7 +97,7 @@ def stitch_input(path, opts):
 
 
 def merge_json(a, b):
-    """Totals of two report JSONs: numbers summed (``max_*`` keys: the larger), objects merged
+    """Totals of two report JSONs: numbers summed (``max_*`` keys: the larger; ``version`` kept), objects merged
     key by key (``by_thread`` and ``by_cpu`` add up by tid and cpu number across inputs), lists
     joined up to their first KEEP_FIRST, flags and-ed, anything else kept from the first."""
     if a is None:
@@ -110,6 +110,8 @@ def merge_json(a, b):
             out[k] = v
             continue
         w = out[k]
+        if k == "version":
+            continue
         if isinstance(v, bool) or isinstance(w, bool):
             out[k] = bool(w) and bool(v)
         elif isinstance(v, (int, float)) and isinstance(w, (int, float)):
