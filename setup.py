@@ -17,7 +17,9 @@ setup(
     install_requires=["tabulate"],
     extras_require={
         "compressed": ["zstandard"],
-        "test": ["pytest", "zstandard", "tabulate", "protobuf", "jsonschema", "hypothesis"],
+        "fleet": ["dask[distributed]"],
+        "test": ["pytest", "zstandard", "tabulate", "protobuf", "jsonschema", "hypothesis",
+                 "dask[distributed]"],
     },
     entry_points={"console_scripts": ["deferstitch=deferstitch.cli:main"]},
 )

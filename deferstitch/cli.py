@@ -31,6 +31,7 @@ from .perfdata.reader import PerfData
 from .perfdata.writer import PIPE_ONLY
 from .stitcher import DEFAULT_MAX_PENDING
 from .tracecmd.cli import register as register_trace
+from .fleet import register as register_fleet
 
 
 def _open_out(path, binary):
@@ -273,6 +274,7 @@ def build_parser():
     sp.add_argument("--weight", choices=("samples", "period"), default="samples",
                     help="speedscope weights (pprof carries both)")
     register_trace(sub)      # deferstitch trace ...: the trace.dat side
+    register_fleet(sub, symbol_options)     # deferstitch fleet ...: many files on Dask
     return p
 
 
