@@ -17,6 +17,7 @@ import json
 import sys
 
 from ..errors import DeferstitchError, FormatError
+from ..model import STITCHED
 from ..output.tables import render
 from ..stitcher import DEFAULT_MAX_PENDING
 from .bridge import Trace
@@ -58,13 +59,22 @@ def cmd_trace(args):
     if cmd == "report":
         title = "%s: deferred user stack stitching (ftrace)" % path
         if args.html:
-            rep = _report_page(path, args, title)
+            from ..output.report_page import Timeline, page
+            timeline = Timeline()
+            rep = _report(path, args, timeline)
+            f = _open_out(args.html)
+            f.write(page(rep, timeline, title))
+            f.flush()
         else:
-            rep, _t = run_feed(path, max_pending=args.max_pending)
+            rep = _report(path, args)
         if args.json:
             print(json.dumps(rep.to_json(), indent=1))
         else:
             sys.stdout.write(render(rep, title))
+            unnamed = rep.extra.get("unnamed_user_frames")
+            if unnamed:
+                sys.stdout.write("\nuser frames left unnamed (printed as path+0xoffset): %d (%s)\n" % (
+                    sum(unnamed.values()), ", ".join("%s: %d" % kv for kv in unnamed.items())))
         if rep.error is not None:           # printed above for what was read; exit 2
             raise DeferstitchError(rep.error)
         return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
@@ -77,6 +87,7 @@ def cmd_trace(args):
         else:
             out = Script(f, namer, args.max_stack) if cmd == "script" else Folded(f, namer)
         feed = FtraceFeed(sample=out.sample, max_pending=args.max_pending, long_size=trace.long_size)
+        namer.recorded = feed.paths
         err = _feed(feed, trace)
         out.close()
     f.flush()
@@ -85,26 +96,30 @@ def cmd_trace(args):
     return 0
 
 
-def _report_page(path, args, title):
-    """report --html: the run, with its samples and missed-event marks on a Timeline."""
-    from ..output.report_page import Timeline, page
-    timeline = Timeline()
-
-    def sample(s):
-        key = s.outcome if s.reason is None else s.reason
-        timeline.add(s.time, s.cpu, s.tid, s.comm, key)
-
-    def watched(trace):
-        for ev in trace:
-            if ev.missed:
-                timeline.lost_notice(ev.ts)
-            yield ev
+def _report(path, args, timeline=None):
+    """The report of a trace.dat, with the user frames that would stay unnamed (see Namer)
+    counted by reason; ``timeline`` (report --html) gets the samples and missed-event marks."""
     with Trace(path) as trace:
-        feed = FtraceFeed(sample=sample, max_pending=args.max_pending, long_size=trace.long_size)
-        _feed(feed, watched(trace))
-    f = _open_out(args.html)
-    f.write(page(feed.report, timeline, title))
-    f.flush()
+        namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols)
+
+        def resolved(s):
+            if s.outcome == STITCHED:
+                for where, off in s.user:
+                    namer.user(where, off)
+
+        def sample(s):
+            timeline.add(s.time, s.cpu, s.tid, s.comm, s.outcome if s.reason is None else s.reason)
+
+        def watched():
+            for ev in trace:
+                if ev.missed:
+                    timeline.lost_notice(ev.ts)
+                yield ev
+        feed = FtraceFeed(resolved=resolved, sample=sample if timeline is not None else None,
+                          max_pending=args.max_pending, long_size=trace.long_size)
+        namer.recorded = feed.paths
+        _feed(feed, watched() if timeline is not None else trace)
+    feed.report.extra["unnamed_user_frames"] = dict(sorted(namer.unnamed.items()))
     return feed.report
 
 
@@ -146,7 +161,8 @@ def register(sub):
     sp.add_argument("--inverted", action="store_true", help="flamegraph: an icicle graph")
     sp.add_argument("-o", "--output", help="script/folded/flamegraph: output file (default or -: "
                     "stdout; flamegraph: .svg for SVG, else HTML)")
-    sp.add_argument("--symfs", metavar="DIR", help="look for user binaries under DIR")
+    sp.add_argument("--symfs", metavar="DIR", help="user binaries under DIR are the traced ones (else only a file "
+                    "here with the recorded inode and dev names frames)")
     sp.add_argument("--no-symbols", action="store_true", help="raw addresses and offsets, no names")
     sp.add_argument("--max-stack", type=int, default=127, help="script: frames per event")
     sp.set_defaults(func=cmd_trace)
