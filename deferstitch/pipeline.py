@@ -53,6 +53,9 @@ def run(args, make, symbols=False, perf=None):
     Python path. Returns (report, output)."""
     perf = perf or PerfData.open(args.input)
     ctx = context(perf, args) if symbols else None
+    if ctx is not None and not args.quiet:
+        for line in ctx.warnings:          # once, as perf does (a fallback's context says nothing)
+            sys.stderr.write(line + "\n")
     out = make(perf, ctx)
     mode = _engine_mode(out)
     why = engine.unavailable(perf) if mode is not None else "an output the engine does not feed"
