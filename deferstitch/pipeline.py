@@ -52,10 +52,13 @@ def run(args, make, symbols=False, perf=None):
     when it can take the file (perfdata/engine.py), else, or when it falls back, through the
     Python path. Returns (report, output)."""
     perf = perf or PerfData.open(args.input)
-    ctx = context(perf, args) if symbols else None
-    if ctx is not None and not args.quiet:
-        for line in ctx.warnings:          # once, as perf does (a fallback's context says nothing)
+    said = set()
+
+    def warn(line):                  # once per run, though a fallback builds a second context
+        if line not in said and not args.quiet:
+            said.add(line)
             sys.stderr.write(line + "\n")
+    ctx = context(perf, args, warn) if symbols else None
     out = make(perf, ctx)
     mode = _engine_mode(out)
     why = engine.unavailable(perf) if mode is not None else "an output the engine does not feed"
@@ -70,7 +73,7 @@ def run(args, make, symbols=False, perf=None):
             out.discard()
         written = getattr(out, "written", 0)   # text already out (perf script's, in time order)
         perf = PerfData.open(args.input)
-        ctx = context(perf, args) if symbols else None
+        ctx = context(perf, args, warn) if symbols else None
         out = make(perf, ctx)
         if written:
             out.skip = written
@@ -142,7 +145,8 @@ def _run_python(perf, out, args, ctx):
     return feed.report
 
 
-def context(perf, args):
-    """Maps, comms and symbol options for outputs that name frames."""
+def context(perf, args, warn=None):
+    """Maps, comms and symbol options for outputs that name frames; warn(line) for perf's
+    warnings (a kernel whose symbols are not found)."""
     return PerfContext(perf, symbols=not args.no_symbols, kallsyms=args.kallsyms, symfs=args.symfs,
-                       buildid_dir=args.buildid_dir)
+                       buildid_dir=args.buildid_dir, warn=warn)

@@ -19,7 +19,7 @@ class DsoTable:
         self.recorded = {}           # path -> build id, from the BUILD_ID feature
         for ent in perf.feature(C.HEADER_BUILD_ID) or ():
             self.recorded.setdefault(ent["filename"], ent["build_id"])
-        self.seen = {}               # (path, build id) -> None, in the order the maps name them
+        self.seen = {}               # (path, build id) -> kernel side?, in the order the maps name them
 
     def observe(self, rec):
         """Note the file of a MMAP/MMAP2 record (other records: the caller skips them)."""
@@ -28,22 +28,26 @@ class DsoTable:
         except ValueError:
             return                   # a damaged side-band record: info counts it all the same
         path = KALLSYMS_DSO if m.filename.startswith(KALLSYMS_DSO) else m.filename
-        self.seen.setdefault((path, m.build_id or self.recorded.get(path)), None)
+        self.seen.setdefault((path, m.build_id or self.recorded.get(path)), m.pid == -1)
 
     def rows(self):
         """[{dso, build_id, symbols, via, binary}]: symbols None when nothing names the dso, and
         via then says why."""
         out = []
-        for path, build_id in self.seen:
+        for (path, build_id), kernel in self.seen.items():
             row = {"dso": path, "build_id": build_id, "symbols": None, "via": None, "binary": None}
             if path == KALLSYMS_DSO:
                 row["build_id"] = build_id or kernel_build_id(self.perf)
+                self._kernel(row)
+            elif kernel:                 # a module: named through the kernel's kallsyms
                 self._kernel(row)
             elif path.startswith("[") or path.startswith("//") or not path.startswith("/"):
                 row["via"] = "not a file"
             else:
                 where = self.locator.locate(path, build_id)
                 row["symbols"], row["via"] = where.symtab, where.kind or where.why
+                if where.kind and where.why:
+                    row["via"] += "; refused " + where.why
                 if where.runtime != where.symtab:
                     row["binary"] = where.runtime
             out.append(row)

@@ -47,19 +47,18 @@ def parse_map(perf, rec):
 class PerfContext:
     """Tracks maps, comms and symbol sources from the records an output sees, for naming frames."""
 
-    def __init__(self, perf, symbols=True, kallsyms=None, symfs=None, buildid_dir=None):
+    def __init__(self, perf, symbols=True, kallsyms=None, symfs=None, buildid_dir=None, warn=None):
         self.perf = perf
         self.maps = Maps()
         self.comms = {}
         self.resolver = Resolver(self.maps, None, symfs, buildid_dir, enabled=symbols)
-        self.warnings = []       # one line each, for the user (perf prints the same ones)
+        self.warn = warn             # warn(line): what perf prints on stderr, once (None: silent)
+        self._kernel_warning = None
         ks = kallsyms
         # perf (dso__load_kernel_sym) tries no local kallsyms once --symfs names another
         # machine's files: only --kallsyms then
         if symbols and not ks and not symfs:
-            ks, warning = default_kallsyms(perf, self.resolver.locator.buildid_dir)
-            if warning:
-                self.warnings.append(warning)
+            ks, self._kernel_warning = default_kallsyms(perf, self.resolver.locator.buildid_dir)
         self.kallsyms_path = ks if symbols else None
         self.resolver.kallsyms = Kallsyms(ks) if ks and symbols else None
         for ent in perf.feature(C.HEADER_BUILD_ID) or ():
@@ -77,6 +76,11 @@ class PerfContext:
                 m = parse_map(self.perf, rec)
                 name = m.filename
                 if name.startswith("[kernel.kallsyms]"):
+                    if self._kernel_warning and self.warn is not None:
+                        # perf says it when it first loads the kernel's symbols: a recording
+                        # that maps the kernel (one without a kernel map gets no word)
+                        self.warn(self._kernel_warning)
+                        self._kernel_warning = None
                     if self.resolver.kallsyms is not None:
                         self.resolver.kallsyms.relocate(m.pgoff)   # pgoff = the recorded _text
                         self.resolver.invalidate()

@@ -31,7 +31,8 @@ from .elf import SHT_DYNSYM, SHT_SYMTAB, ElfFile, file_crc32
 DEBUG_DIR = "/usr/lib/debug"
 
 # symtab: the file whose symbols name the dso (None: none found); runtime: the binary whose
-# segments map file offsets; kind: perf's binary type of symtab; why: why nothing was used.
+# segments map file offsets; kind: perf's binary type of symtab; why: the files refused and why
+# ("not found" when nothing was there at all), else None.
 Located = namedtuple("Located", "symtab runtime kind why")
 
 
@@ -119,7 +120,7 @@ class Locator:
             syms, kind = runtime, runtime_kind
         # no .dynsym anywhere (a static binary): the segments still come from a file that has
         # contents, not from a debug file's empty ones
-        return Located(syms, runtime or loadable or syms, kind, None)
+        return Located(syms, runtime or loadable or syms, kind, "; ".join(refused) or None)
 
 
 def _debuglink(binary):

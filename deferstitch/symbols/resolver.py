@@ -36,9 +36,9 @@ class Resolver:
             return self._elves[key]
         found = None
         where = self.locator.locate(path, build_id)
-        if where.symtab is None:
+        if where.why:
             self.refused[path] = where.why
-        else:
+        if where.symtab is not None:
             try:
                 found = ElfSymbols(where.symtab, where.runtime)
             except Exception as err:        # changed under us, damaged: perf skips it too
