@@ -304,6 +304,14 @@ def test_kernel_named_from_the_build_id_cache(tmp_path):
     assert r.stdout.count(b"kfunc_0+0x10 ([kernel.kallsyms])") > 0
 
 
+def test_unreadable_kallsyms_is_one_line(tmp_path):
+    (tmp_path / "cut.xz").write_bytes(b"\xfd7zXZ\x00\x00")        # an .xz cut short
+    for bad in (tmp_path / "absent", tmp_path, tmp_path / "cut.xz"):
+        r = run_cli("script", LBR, "--kallsyms", bad)
+        lines = r.stderr.decode().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and str(bad) in lines[0], r.stderr
+
+
 # -- info ---------------------------------------------------------------------------------------
 
 def test_info_shows_the_dso_table(tmp_path):

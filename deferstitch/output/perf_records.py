@@ -3,6 +3,7 @@ import os
 
 from ..abi import consts as C
 from ..abi import records as R
+from ..errors import DeferstitchError
 from ..symbols.kallsyms import KALLSYMS_DSO, Kallsyms, find_kallsyms
 from ..symbols.maps import Maps
 from ..symbols.resolver import Resolver
@@ -60,7 +61,11 @@ class PerfContext:
         if symbols and not ks and not symfs:
             ks, self._kernel_warning = default_kallsyms(perf, self.resolver.locator.buildid_dir)
         self.kallsyms_path = ks if symbols else None
-        self.resolver.kallsyms = Kallsyms(ks) if ks and symbols else None
+        try:
+            self.resolver.kallsyms = Kallsyms(ks) if ks and symbols else None
+        except Exception as err:        # --kallsyms FILE not there, unreadable, a damaged .xz
+            raise DeferstitchError("%s: cannot read kernel symbols: %s"
+                                   % (ks, getattr(err, "strerror", None) or err)) from None
         for ent in perf.feature(C.HEADER_BUILD_ID) or ():
             self.resolver.build_ids.setdefault(ent["filename"], ent["build_id"])
 
