@@ -114,17 +114,22 @@ def test_debug_file_names_what_the_stripped_binary_cannot(tmp_path, layout):
     assert res.frame(7, base + want["hidden_work"] + 3)[0] is None
 
 
-def test_debug_file_of_another_build_is_refused(tmp_path):
+@pytest.mark.parametrize("recorded", [True, False])
+def test_debug_file_of_another_build_is_refused(tmp_path, recorded):
+    """Against the recorded build id, or, with none recorded, the binary's own."""
     full, _dbg, stripped = build(tmp_path)
     bid = ElfSymbols(str(full)).build_id
     (tmp_path / "other").mkdir()
     _full2, dbg2, _s2 = build(tmp_path / "other", flags=["-DOTHER=1", "-O2"])
     root = tmp_path / "symfs"
-    place("buildid-debuginfo", root, stripped, dbg2, bid)       # the wrong one, at the right place
+    place("fedora-debuginfo", root, stripped, dbg2, bid)       # the wrong one, at the right place
     res = Resolver(load_maps(stripped), symfs=str(root), buildid_dir=str(tmp_path / "empty"))
-    res.build_ids["/opt/app/prog"] = bid
+    if recorded:
+        res.build_ids["/opt/app/prog"] = bid
     assert res.frame(7, 0x7f0000000000 + nm_functions(full)["hidden_work"] + 3)[0] is None
-    assert "build id" in res.refused["/opt/app/prog"]
+    assert ("build id %s, %s %s" % (ElfSymbols(str(dbg2.parent / "prog")).build_id,
+                                    "recorded" if recorded else "the binary's", bid)
+            in res.refused["/opt/app/prog"])
 
 
 def test_debuglink_crc_decides_without_build_ids(tmp_path):

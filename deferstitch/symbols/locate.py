@@ -20,8 +20,9 @@ DEBUG = SYMFS/usr/lib/debug (perf prefixes it with --symfs too):
 
 Where perf's DEBUGLINK differs we say why: it also tries the bare link name relative to its
 working directory and DEBUG without SYMFS; we do neither, so that a result never depends on
-where the command runs. A file whose build id differs from the recorded one is refused; a
-debuglink target is also refused when its CRC-32 differs and no build id could decide.
+where the command runs. A file whose build id differs from the recorded one (or, with none
+recorded, from the binary's own) is refused; a debuglink target is also refused when its
+CRC-32 differs and no build id could decide.
 """
 import os
 from collections import namedtuple
@@ -83,7 +84,9 @@ class Locator:
     def _locate(self, path, build_id):
         syms = runtime = kind = runtime_kind = loadable = None
         refused, tried = [], set()
-        link = _debuglink(self._symfs(path))
+        link, own = _binary_facts(self._symfs(path))
+        # without a recorded build id the binary's own one still tells its debug files apart
+        want, whose = (build_id, "recorded") if build_id else (own, "the binary's")
         for k, cand in self.candidates(path, build_id, link):
             if cand in tried or not os.path.isfile(cand):
                 continue
@@ -99,13 +102,12 @@ class Locator:
             except Exception as err:        # not an ELF, damaged: perf skips it too
                 refused.append("%s: %s" % (cand, err))
                 continue
-            if build_id and bid and bid != build_id:
-                refused.append("%s: build id %s, recorded %s" % (cand, bid, build_id))
+            if want and bid and bid != want:
+                refused.append("%s: build id %s, %s %s" % (cand, bid, whose, want))
                 continue
-            if k == "debuglink" and not (build_id and bid):
-                if file_crc32(cand) != link[1]:
-                    refused.append("%s: CRC-32 differs from the binary's .gnu_debuglink" % cand)
-                    continue
+            if k == "debuglink" and not (want and bid) and _crc32(cand) != link[1]:
+                refused.append("%s: CRC-32 differs from the binary's .gnu_debuglink" % cand)
+                continue
             if syms is None and has_symtab:
                 syms, kind = cand, k
             if runtime is None and has_dynsym:
@@ -123,15 +125,22 @@ class Locator:
         return Located(syms, runtime or loadable or syms, kind, "; ".join(refused) or None)
 
 
-def _debuglink(binary):
-    """(name, crc) of a binary's .gnu_debuglink, or None (no such file, no such section)."""
+def _binary_facts(binary):
+    """(.gnu_debuglink (name, crc) or None, build id or None) of the binary, when it is here."""
     if not os.path.isfile(binary):
-        return None
+        return None, None
     try:
         elf = ElfFile(binary)
         try:
-            return elf.debuglink()
+            return elf.debuglink(), elf.build_id()
         finally:
             elf.m.close()
     except Exception:               # not an ELF, damaged: no link to follow
+        return None, None
+
+
+def _crc32(path):
+    try:
+        return file_crc32(path)
+    except OSError:
         return None
