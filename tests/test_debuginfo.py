@@ -198,7 +198,7 @@ def test_names_equal_perf61_through_debug_files(tmp_path, layout):
     app = tmp_path / "app"
     app.mkdir()
     shutil.copy(stripped, app / "prog")
-    perf, env, data = record(tmp_path, [app / "prog", 3])
+    perf, env, data = record(tmp_path, [app / "prog", 10])
     root = tmp_path / "symfs"
     rel = root / str(app).lstrip("/")
     rel.mkdir(parents=True)
@@ -237,7 +237,7 @@ def test_libc_debug_symbols_equal_perf61(tmp_path):
     (the recorded kernel is the running one)."""
     libc, dbg = libc_debug_file()
     full, _dbg, _stripped = build(tmp_path)
-    perf, env, data = record(tmp_path, [full, 3])
+    perf, env, data = record(tmp_path, [full, 10])
     theirs = perf_names(perf, env, data)
     r = run_cli("script", data, "--buildid-dir", tmp_path / "home" / ".debug")
     assert r.returncode == 0 and not r.stderr, r.stderr
