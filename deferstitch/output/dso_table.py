@@ -60,7 +60,8 @@ class DsoTable:
             row["via"] = "--symfs given: only --kallsyms names the kernel (as in perf)"
         else:
             path, warning = default_kallsyms(self.perf, self.locator.buildid_dir)
-            row["symbols"], row["via"] = path, "kallsyms" if path else (warning or "not the running kernel")
+            row["symbols"], row["via"] = path, "kallsyms" if path else (
+                warning or "no --kallsyms, and not recorded on the running kernel")
 
     def text(self):
         rows = self.rows()
