@@ -20,10 +20,11 @@ DEBUG = SYMFS/usr/lib/debug (perf prefixes it with --symfs too):
 
 Two quirks of perf's DEBUGLINK (debuglink_paths in util/dso.c) are left out: it first tries
 the bare link name relative to its working directory, and its last place is
-/usr/lib/debug/SYMFS/DIR/ (the symfs inside the debug directory); we look in SYMFS/usr/lib/debug/DIR/,
-as its other debug paths do, so that a result never depends on where the command runs. A file whose build id differs from the recorded one (or, with none
-recorded, from the binary's own) is refused; a debuglink target is also refused when its
-CRC-32 differs and no build id could decide.
+/usr/lib/debug/SYMFS/DIR/ (the symfs inside the debug directory); we look in
+SYMFS/usr/lib/debug/DIR/, as its other debug paths do, so that a result never depends on where
+the command runs. A file whose build id differs from the recorded one (or, with none recorded,
+from the binary's own) is refused; a debuglink target is also refused when its CRC-32 differs
+and no build id could decide.
 """
 import os
 from collections import namedtuple
