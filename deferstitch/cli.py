@@ -23,7 +23,9 @@ import tempfile
 from . import __version__, pipeline
 from .abi import consts as C
 from .errors import DeferstitchError, FormatError, UnsupportedError
+from .output.dso_table import DsoTable
 from .output.folded import Folded
+from .output.perf_records import MAP_TYPES
 from .output.perf_script import PerfScript
 from .output.stitched_file import StitchedFile
 from .output.tables import render, table
@@ -44,9 +46,12 @@ def cmd_info(args):
     perf = PerfData.open(args.input)
     counts = {}
     error = None
+    dsos = None if args.no_symbols else DsoTable(perf, args.symfs, args.buildid_dir, args.kallsyms)
     try:
         for rec in perf.records():
             counts[rec.type] = counts.get(rec.type, 0) + 1
+            if dsos is not None and rec.type in MAP_TYPES:
+                dsos.observe(rec)
     except FormatError as err:
         error = err
     info = {
@@ -59,6 +64,7 @@ def cmd_info(args):
         "features": {C.FEATURE_NAMES.get(b, "FEATURE_%d" % b): perf.feature(b) for b in sorted(perf.features)},
         "records": {C.record_name(t): n for t, n in sorted(counts.items())},
         "total_records": sum(counts.values()),
+        "dsos": dsos.rows() if dsos is not None else None,
     }
     if perf.header is not None:
         h = perf.header
@@ -89,6 +95,9 @@ def cmd_info(args):
         print()
         print(table([[n, c] for n, c in info["records"].items()] + [["TOTAL", info["total_records"]]],
                     ["record", "count"]))
+        if dsos is not None:
+            print()
+            print(dsos.text())
     if error is not None:
         raise error
     return 0
@@ -228,17 +237,6 @@ def build_parser():
         sp.set_defaults(func=func)
         return sp
 
-    sp = add("info", cmd_info, "header, attrs, features and records per type", stitches=False)
-    sp.add_argument("--json", action="store_true", help="one JSON object")
-    sp = add("stitch", cmd_stitch, "write a perf.data with whole stacks and no deferred records")
-    sp.add_argument("-o", "--output", help="output file (default or -: stdout)")
-    sp.add_argument("--native", action="store_true",
-                    help="keep attrs as they are (perf 7.x only) instead of what perf 6.1 reads")
-    sp = add("report", cmd_report, "what was stitched, what not, and why")
-    sp.add_argument("--json", action="store_true", help="one JSON object")
-    sp.add_argument("--fail-on-unmatched", action="store_true", help="exit 1 if any sample is unmatched")
-    sp.add_argument("--html", metavar="OUT.html",
-                    help="also write the report as a page: tables, a bar per reason, a timeline")
     def symbol_options(sp):
         sp.add_argument("--no-symbols", action="store_true", help="raw addresses, no names")
         sp.add_argument("--kallsyms", metavar="FILE",
@@ -254,6 +252,19 @@ def build_parser():
                         help="frame widths by sample count or by period")
         sp.add_argument("--inverted", action="store_true", help="an icicle graph: roots at the top")
 
+    sp = add("info", cmd_info, "header, attrs, features, records per type and the files that name each dso",
+             stitches=False)
+    sp.add_argument("--json", action="store_true", help="one JSON object")
+    symbol_options(sp)
+    sp = add("stitch", cmd_stitch, "write a perf.data with whole stacks and no deferred records")
+    sp.add_argument("-o", "--output", help="output file (default or -: stdout)")
+    sp.add_argument("--native", action="store_true",
+                    help="keep attrs as they are (perf 7.x only) instead of what perf 6.1 reads")
+    sp = add("report", cmd_report, "what was stitched, what not, and why")
+    sp.add_argument("--json", action="store_true", help="one JSON object")
+    sp.add_argument("--fail-on-unmatched", action="store_true", help="exit 1 if any sample is unmatched")
+    sp.add_argument("--html", metavar="OUT.html",
+                    help="also write the report as a page: tables, a bar per reason, a timeline")
     sp = add("script", cmd_script, "stitched samples in perf script's layout")
     symbol_options(sp)
     sp.add_argument("-o", "--output", help="output file (default or -: stdout)")

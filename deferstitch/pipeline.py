@@ -70,7 +70,13 @@ def _run(args, make, symbols, perf):
     perf = perf or PerfData.open(args.input)
     if perf.warning is not None and not args.quiet:
         sys.stderr.write("deferstitch: %s: %s\n" % (perf.path, perf.warning))
-    ctx = context(perf, args) if symbols else None
+    said = set()
+
+    def warn(line):                  # once per run, though a fallback builds a second context
+        if line not in said and not args.quiet:
+            said.add(line)
+            sys.stderr.write(line + "\n")
+    ctx = context(perf, args, warn) if symbols else None
     out = make(perf, ctx)
     mode = _engine_mode(out)
     why = engine.unavailable(perf) if mode is not None else "an output the engine does not feed"
@@ -85,7 +91,7 @@ def _run(args, make, symbols, perf):
             out.discard()
         written = getattr(out, "written", 0)   # text already out (perf script's, in time order)
         perf = PerfData.open(args.input)
-        ctx = context(perf, args) if symbols else None
+        ctx = context(perf, args, warn) if symbols else None
         out = make(perf, ctx)
         if written:
             out.skip = written
@@ -157,7 +163,8 @@ def _run_python(perf, out, args, ctx):
     return feed.report
 
 
-def context(perf, args):
-    """Maps, comms and symbol options for outputs that name frames."""
+def context(perf, args, warn=None):
+    """Maps, comms and symbol options for outputs that name frames; warn(line) for perf's
+    warnings (a kernel whose symbols are not found)."""
     return PerfContext(perf, symbols=not args.no_symbols, kallsyms=args.kallsyms, symfs=args.symfs,
-                       buildid_dir=args.buildid_dir)
+                       buildid_dir=args.buildid_dir, warn=warn)

@@ -3,32 +3,69 @@ import os
 
 from ..abi import consts as C
 from ..abi import records as R
-from ..symbols.kallsyms import Kallsyms
+from ..errors import DeferstitchError
+from ..symbols.kallsyms import KALLSYMS_DSO, Kallsyms, find_kallsyms
 from ..symbols.maps import Maps
 from ..symbols.resolver import Resolver
 
 
-def default_kallsyms(perf):
-    """/proc/kallsyms, but only when the recording was made on the kernel running now."""
+def kernel_build_id(perf):
+    """The recorded kernel's build id (the BUILD_ID feature's [kernel.kallsyms] entry), or None."""
+    for ent in perf.feature(C.HEADER_BUILD_ID) or ():
+        if ent["filename"] == KALLSYMS_DSO:
+            return ent["build_id"]
+    return None
+
+
+def default_kallsyms(perf, buildid_dir):
+    """(kallsyms path or None, warning or None) for the recorded kernel: by its build id as perf
+    finds it (symbols/kallsyms.py); without one, /proc/kallsyms when the recording was made on
+    the kernel release running now."""
+    build_id = kernel_build_id(perf)
+    if build_id:
+        return find_kallsyms(build_id, buildid_dir)
     try:
         if perf.feature(C.FEATURE_IDS["OSRELEASE"]) == os.uname().release and \
                 os.access("/proc/kallsyms", os.R_OK):
-            return "/proc/kallsyms"
+            return "/proc/kallsyms", None
     except OSError:
         pass
-    return None
+    return None, None
+
+
+MAP_TYPES = frozenset((C.PERF_RECORD_MMAP, C.PERF_RECORD_MMAP2))
+
+
+def parse_map(perf, rec):
+    """The Mmap of a MMAP or MMAP2 record (raises ValueError when damaged)."""
+    ent = perf.evlist.for_trailer(rec.data)
+    body_end = len(rec.data) - (ent.layout.trailer.size if ent else 0)
+    if rec.type == C.PERF_RECORD_MMAP2:
+        return R.parse_mmap2(rec.data, perf.endian, body_end, rec.misc)
+    return R.parse_mmap(rec.data, perf.endian, body_end)
 
 
 class PerfContext:
     """Tracks maps, comms and symbol sources from the records an output sees, for naming frames."""
 
-    def __init__(self, perf, symbols=True, kallsyms=None, symfs=None, buildid_dir=None):
+    def __init__(self, perf, symbols=True, kallsyms=None, symfs=None, buildid_dir=None, warn=None):
         self.perf = perf
         self.maps = Maps()
         self.comms = {}
-        ks = kallsyms or (default_kallsyms(perf) if symbols else None)
-        self.resolver = Resolver(self.maps, Kallsyms(ks) if ks and symbols else None, symfs,
-                                 buildid_dir, enabled=symbols)
+        self.resolver = Resolver(self.maps, None, symfs, buildid_dir, enabled=symbols)
+        self.warn = warn             # warn(line): what perf prints on stderr, once (None: silent)
+        self._kernel_warning = None
+        ks = kallsyms
+        # perf (dso__load_kernel_sym) tries no local kallsyms once --symfs names another
+        # machine's files: only --kallsyms then
+        if symbols and not ks and not symfs:
+            ks, self._kernel_warning = default_kallsyms(perf, self.resolver.locator.buildid_dir)
+        self.kallsyms_path = ks if symbols else None
+        try:
+            self.resolver.kallsyms = Kallsyms(ks) if ks and symbols else None
+        except Exception as err:        # --kallsyms FILE not there, unreadable, a damaged .xz
+            raise DeferstitchError("%s: cannot read kernel symbols: %s"
+                                   % (ks, getattr(err, "strerror", None) or err)) from None
         for ent in perf.feature(C.HEADER_BUILD_ID) or ():
             self.resolver.build_ids.setdefault(ent["filename"], ent["build_id"])
 
@@ -40,11 +77,15 @@ class PerfContext:
         ent = self.perf.evlist.for_trailer(rec.data)
         body_end = len(rec.data) - (ent.layout.trailer.size if ent else 0)
         try:
-            if t in (C.PERF_RECORD_MMAP2, C.PERF_RECORD_MMAP):
-                m = (R.parse_mmap2(rec.data, e, body_end, rec.misc) if t == C.PERF_RECORD_MMAP2
-                     else R.parse_mmap(rec.data, e, body_end))
+            if t in MAP_TYPES:
+                m = parse_map(self.perf, rec)
                 name = m.filename
                 if name.startswith("[kernel.kallsyms]"):
+                    if self._kernel_warning and self.warn is not None:
+                        # perf says it when it first loads the kernel's symbols: a recording
+                        # that maps the kernel (one without a kernel map gets no word)
+                        self.warn(self._kernel_warning)
+                        self._kernel_warning = None
                     if self.resolver.kallsyms is not None:
                         self.resolver.kallsyms.relocate(m.pgoff)   # pgoff = the recorded _text
                         self.resolver.invalidate()

@@ -16,6 +16,7 @@ executables, shared libraries and fixed-address executables alike.
     Elf64_Sym  { u32 st_name; u8 st_info, st_other; u16 st_shndx; u64 st_value, st_size; }
     Elf64_Rela { u64 r_offset, r_info; s64 r_addend; }       (32-bit variants likewise)
 """
+import binascii
 import bisect
 import mmap
 import struct
@@ -25,7 +26,9 @@ from .table import GLOBAL, LOCAL, WEAK, SymbolTable
 
 PT_LOAD = 1
 SHT_SYMTAB, SHT_RELA, SHT_NOTE, SHT_NOBITS, SHT_REL, SHT_DYNSYM = 2, 4, 7, 8, 9, 11
-STT_FUNC, STT_GNU_IFUNC = 2, 10
+STT_NOTYPE, STT_FUNC, STT_GNU_IFUNC = 0, 2, 10
+SHN_UNDEF, SHN_LORESERVE = 0, 0xff00
+STV_INTERNAL, STV_HIDDEN = 1, 2
 NT_GNU_BUILD_ID = 3
 EM_X86_64 = 62
 PLT_ENTRY = 16        # x86-64: the PLT header and each entry are 16 bytes
@@ -100,7 +103,7 @@ class ElfFile:
         return self.m[sec.offset:sec.offset + sec.size]
 
     def symbols(self, sec):
-        """(name, value, size, bind, type, shndx) of a SYMTAB/DYNSYM section."""
+        """(name, value, size, bind, type, shndx, visibility) of a SYMTAB/DYNSYM section."""
         strtab = self.sections[sec.link] if sec.link < len(self.sections) else None
         fmt = self.e + ("IBBHQQ" if self.is64 else "IIIBBH")
         size = struct.calcsize(fmt)
@@ -108,11 +111,11 @@ class ElfFile:
         out = []
         for at in range(0, len(data) - size + 1, sec.entsize or size):
             if self.is64:
-                name, info, _other, shndx, value, ssize = struct.unpack_from(fmt, data, at)
+                name, info, other, shndx, value, ssize = struct.unpack_from(fmt, data, at)
             else:
-                name, value, ssize, info, _other, shndx = struct.unpack_from(fmt, data, at)
+                name, value, ssize, info, other, shndx = struct.unpack_from(fmt, data, at)
             out.append((self._str(strtab.offset, name) if strtab and name else "", value, ssize,
-                        info >> 4, info & 0xf, shndx))
+                        info >> 4, info & 0xf, shndx, other & 3))
         return out
 
     def relocations(self, sec):
@@ -132,19 +135,60 @@ class ElfFile:
 
     def build_id(self):
         for sec in self.sections:
-            if sec.type != SHT_NOTE:
-                continue
-            data, at = self.data(sec), 0
-            while at + 12 <= len(data):
-                namesz, descsz, ntype = struct.unpack_from(self.e + "III", data, at)
-                at += 12
-                name = data[at:at + namesz]
-                at += (namesz + 3) & ~3
-                desc = data[at:at + descsz]
-                at += (descsz + 3) & ~3
-                if ntype == NT_GNU_BUILD_ID and name[:3] == b"GNU":
-                    return bytes(desc).hex()
+            if sec.type == SHT_NOTE:
+                found = note_build_id(self.data(sec), self.e)
+                if found:
+                    return found
         return None
+
+    def has(self, name, stype):
+        """True when section ``name`` exists with type ``stype`` (a debug file's copies of
+        .dynsym, .plt, ... are NOBITS: present by name, empty in fact)."""
+        sec = self.by_name.get(name)
+        return sec is not None and sec.type == stype
+
+    def debuglink(self):
+        """(file name, crc32) from .gnu_debuglink, or None: the name, NUL-padded to 4 bytes,
+        then the CRC-32 of the whole debug file (binutils' bfd_create_gnu_debuglink_section)."""
+        sec = self.by_name.get(".gnu_debuglink")
+        if sec is None:
+            return None
+        data = self.data(sec)
+        end = data.find(b"\0")
+        if end <= 0:
+            return None
+        at = (end + 4) & ~3
+        if at + 4 > len(data):
+            return None
+        name = bytes(data[:end]).decode("utf-8", "replace")
+        return name, struct.unpack_from(self.e + "I", data, at)[0]
+
+
+def note_build_id(data, endian="<"):
+    """The NT_GNU_BUILD_ID of a run of ELF notes (a SHT_NOTE section, /sys/kernel/notes), hex.
+
+        Elf_Nhdr { u32 n_namesz, n_descsz, n_type; } name and desc each padded to 4 bytes
+    """
+    at = 0
+    while at + 12 <= len(data):
+        namesz, descsz, ntype = struct.unpack_from(endian + "III", data, at)
+        at += 12
+        name = data[at:at + namesz]
+        at += (namesz + 3) & ~3
+        desc = data[at:at + descsz]
+        at += (descsz + 3) & ~3
+        if ntype == NT_GNU_BUILD_ID and name[:3] == b"GNU":
+            return bytes(desc).hex()
+    return None
+
+
+def file_crc32(path):
+    """The CRC-32 .gnu_debuglink records for a debug file (the zlib/IEEE one)."""
+    crc = 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            crc = binascii.crc32(block, crc)
+    return crc & 0xffffffff
 
 
 def _plt_jump_target(code, entry_addr):
@@ -199,30 +243,52 @@ def plt_symbols(elf, table):
     return out
 
 
-class ElfSymbols:
-    """Function symbols of one file, looked up by file offset (see the module docstring)."""
+def _is_text_label(elf, typ, shndx, vis):
+    """perf's elf_sym__is_label in a text section (symbol-elf.c): assembly entry points such as
+    ld.so's _dl_start_user are STT_NOTYPE, and perf names them."""
+    return (typ == STT_NOTYPE and shndx < SHN_LORESERVE and vis not in (STV_INTERNAL, STV_HIDDEN)
+            and shndx < len(elf.sections) and "text" in elf.sections[shndx].name)
 
-    def __init__(self, path):
+
+class ElfSymbols:
+    """Function symbols of one file, looked up by file offset (see the module docstring).
+
+    ``path`` gives the symbols (.symtab, else .dynsym); ``runtime``, when it is another file
+    (the stripped binary whose debug file ``path`` is), gives the PT_LOAD segments and the PLT:
+    a debug file keeps the binary's section and segment addresses but not its contents (NOBITS,
+    segments of file size 0), so file offsets only map to addresses through the binary itself.
+    perf does the same: dso__load's syms_ss and runtime_ss (util/symbol.c).
+    """
+
+    def __init__(self, path, runtime=None):
         elf = ElfFile(path)
+        run = ElfFile(runtime) if runtime and runtime != path else elf
         try:
-            self.path = path
+            self.path, self.runtime = path, runtime or path
             self.build_id = elf.build_id()
-            self.segments = elf.loads
+            self.segments = run.loads
+            if self.segments and not any(filesz for _off, _va, filesz in self.segments):
+                raise ElfError("no loadable contents (a debug file without its binary)")
             self._seg_starts = [s[0] for s in self.segments]
             syms = []
             for secname, stype in ((".symtab", SHT_SYMTAB), (".dynsym", SHT_DYNSYM)):
                 sec = elf.by_name.get(secname)
                 if sec is None or sec.type != stype:
                     continue
-                for name, value, size, bind, typ, shndx in elf.symbols(sec):
-                    if typ in (STT_FUNC, STT_GNU_IFUNC) and name and shndx != 0:
-                        syms.append((value, value + size, _BIND.get(bind, LOCAL), name.split("@")[0]))
+                for name, value, size, bind, typ, shndx, vis in elf.symbols(sec):
+                    if name and shndx != SHN_UNDEF and (
+                            typ in (STT_FUNC, STT_GNU_IFUNC) or _is_text_label(elf, typ, shndx, vis)):
+                        # a .symtab keeps glibc's versioned names (fclose@@GLIBC_2.2.5); perf
+                        # prints them as they are
+                        syms.append((value, value + size, _BIND.get(bind, LOCAL), name))
                 if syms:
                     break              # perf: .symtab when there is one, else .dynsym
             self.table = SymbolTable(syms)
-            self.table.add_sized(plt_symbols(elf, self.table))
+            self.table.add_sized(plt_symbols(run, self.table))
         finally:
             elf.m.close()
+            if run is not elf:
+                run.m.close()
 
     def vaddr(self, file_offset):
         i = bisect.bisect_right(self._seg_starts, file_offset) - 1

@@ -5,7 +5,14 @@ from the case (upper = global, W/w = weak). A kallsyms from another boot of the 
 shifted by the difference between its ``_text`` and the ``_text`` the recording saw (the pgoff
 of the kernel MMAP "[kernel.kallsyms]_text").
 """
+import os
+import sys
+
+from .elf import note_build_id
 from .table import GLOBAL, LOCAL, WEAK, SymbolTable
+
+KERNEL_NOTES = "/sys/kernel/notes"
+KALLSYMS_DSO = "[kernel.kallsyms]"
 
 
 class Kallsyms:
@@ -53,3 +60,30 @@ class Kallsyms:
         if table is None:
             return None
         return table.find(addr - self.delta)
+
+
+def running_build_id(notes=KERNEL_NOTES):
+    """The running kernel's build id (its ELF notes in sysfs, native byte order), or None."""
+    try:
+        with open(notes, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    return note_build_id(data, "<" if sys.byteorder == "little" else ">")
+
+
+def find_kallsyms(build_id, buildid_dir, running=None):
+    """(kallsyms path or None, warning or None) for the recorded kernel, as perf's
+    dso__find_kallsyms (util/symbol.c) does without a vmlinux: /proc/kallsyms when the
+    running kernel has the recorded build id, else the build-id cache's copy
+    (BUILDID_DIR/[kernel.kallsyms]/<id>/kallsyms, or the older BUILDID_DIR/[kernel.kallsyms]/<id>),
+    else perf's one-line error and no kernel names."""
+    if running is None:
+        running = running_build_id()
+    if running == build_id and os.access("/proc/kallsyms", os.R_OK):
+        return "/proc/kallsyms", None
+    base = os.path.join(buildid_dir, KALLSYMS_DSO, build_id)
+    for path in (os.path.join(base, "kallsyms"), base):
+        if os.path.isfile(path):
+            return path, None
+    return None, "No kallsyms or vmlinux with build-id %s was found" % build_id

@@ -1,14 +1,14 @@
 """Name a frame as perf does: (symbol, offset, dso) for a pid and an address at this point of
 the stream.
 
-Binaries are found like perf finds them, first hit wins: the build-id cache
-(``~/.debug/.build-id/xx/rest[/elf]``), then ``--symfs DIR`` + the recorded path, then the recorded
-path itself. A file whose build id differs from the recorded one is refused (its symbols would
-be someone else's). Each (file, offset) is resolved once.
+Files are found like perf finds them (``locate.py``: the binary's .gnu_debuglink, the build-id
+cache, /usr/lib/debug by path and by build id, ``--symfs DIR``, the recorded path): symbols
+from the first file with a .symtab, addresses through the binary's own segments. A file whose
+build id differs from the recorded one is refused (its symbols would be someone else's). Each
+(file, offset) is resolved once.
 """
-import os
-
 from .elf import ElfSymbols
+from .locate import Locator
 from .maps import KERNEL_DSO, KERNEL_START
 
 UNKNOWN = "[unknown]"
@@ -18,8 +18,7 @@ class Resolver:
     def __init__(self, maps, kallsyms=None, symfs=None, buildid_dir=None, enabled=True):
         self.maps = maps
         self.kallsyms = kallsyms
-        self.symfs = symfs
-        self.buildid_dir = buildid_dir or os.path.join(os.path.expanduser("~"), ".debug")
+        self.locator = Locator(symfs, buildid_dir)
         self.enabled = enabled
         self.build_ids = {}      # recorded path -> build id (BUILD_ID feature, MMAP2)
         self.ksymbols = []       # (start, end, name) from KSYMBOL records
@@ -31,35 +30,19 @@ class Resolver:
         self.refused = {}        # path -> why no symbols (build id mismatch, not found, ...)
 
     # -- finding binaries ----------------------------------------------------------------------
-    def candidates(self, path, build_id):
-        if build_id:
-            base = os.path.join(self.buildid_dir, ".build-id", build_id[:2], build_id[2:])
-            yield os.path.join(base, "elf")
-            yield base
-        if self.symfs:
-            yield os.path.join(self.symfs, path.lstrip("/"))
-        yield path
-
     def elf_for(self, path, build_id):
         key = (path, build_id)
         if key in self._elves:
             return self._elves[key]
         found = None
-        for cand in self.candidates(path, build_id):
-            if not os.path.isfile(cand):
-                continue
+        where = self.locator.locate(path, build_id)
+        if where.why:
+            self.refused[path] = where.why
+        if where.symtab is not None:
             try:
-                elf = ElfSymbols(cand)
-            except Exception as err:       # not an ELF, damaged: perf skips it too
-                self.refused[path] = "%s: %s" % (cand, err)
-                continue
-            if build_id and elf.build_id and elf.build_id != build_id:
-                self.refused[path] = "%s: build id %s, recorded %s" % (cand, elf.build_id, build_id)
-                continue
-            found = elf
-            break
-        else:
-            self.refused.setdefault(path, "not found")
+                found = ElfSymbols(where.symtab, where.runtime)
+            except Exception as err:        # changed under us, damaged: perf skips it too
+                self.refused[path] = "%s: %s" % (where.symtab, err)
         self._elves[key] = found
         return found
 
