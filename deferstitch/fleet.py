@@ -24,6 +24,7 @@ from . import __version__, pipeline
 from .abi import consts as C
 from .errors import DeferstitchError
 from .output.address_stacks import AddressStacks, StackNamer
+from .output.perf_records import kallsyms_for, kernel_build_id
 from .perfdata.reader import PerfData
 from .report import KEEP_FIRST
 
@@ -73,10 +74,10 @@ def stitch_input(path, opts):
         local, tmp = _local(path)
         perf = PerfData.open(local)
         row["hostname"] = perf.feature(C.FEATURE_IDS["HOSTNAME"])
+        ks = None       # the kernel's symbols as folded would find them, decided on the client
         if opts["symbols"]:
-            ks = opts["kallsyms"] or ("osrelease", perf.feature(C.FEATURE_IDS["OSRELEASE"]))
-        else:
-            ks = None
+            ks = opts["kallsyms"] or (None if opts["symfs"] else (
+                "default", kernel_build_id(perf), perf.feature(C.FEATURE_IDS["OSRELEASE"])))
         args = argparse.Namespace(input=local, quiet=True, max_pending=opts["max_pending"],
                                   no_symbols=True, kallsyms=None, symfs=None, buildid_dir=None)
 
@@ -152,8 +153,8 @@ def run(args):
         raise DeferstitchError("fleet: no inputs in %s" % " ".join(args.inputs))
     if args.output in (None, "-") and args.format == "pprof" and sys.stdout.isatty():
         raise DeferstitchError("refusing to write a gzip'd profile to a terminal: give -o FILE")
-    opts = {"symbols": not args.no_symbols, "kallsyms": args.kallsyms, "weight": args.weight,
-            "max_pending": args.max_pending}
+    opts = {"symbols": not args.no_symbols, "kallsyms": args.kallsyms, "symfs": bool(args.symfs),
+            "weight": args.weight, "max_pending": args.max_pending}
     client, cluster = _client(args)
     try:
         from dask.distributed import as_completed
@@ -172,7 +173,7 @@ def run(args):
         if cluster is not None:
             cluster.close()
     namer = StackNamer(symfs=args.symfs, buildid_dir=args.buildid_dir)
-    lines = namer.folded(_with_kallsyms(stacks))
+    lines = namer.folded(_with_kallsyms(stacks, namer.resolver.locator.buildid_dir))
     _write(args, lines)
     bad = [r for r in rows if r["error"]]
     report = {"version": 1, "deferstitch": __version__, "inputs": rows,
@@ -192,22 +193,22 @@ def run(args):
     return 2 if bad and args.strict else 0
 
 
-def _with_kallsyms(stacks):
-    """Kernel keys made with the default kallsyms rule get /proc/kallsyms when the recording is of
-    the kernel running here (as ``folded`` decides per file), else no kallsyms."""
-    here = os.uname().release
-    readable = os.access("/proc/kallsyms", os.R_OK)
+def _with_kallsyms(stacks, buildid_dir):
+    """Kernel keys made with the default rule get the kallsyms ``folded`` would find for their
+    file, here on the client (kallsyms_for: by the kernel's build id, or /proc/kallsyms for a
+    recording of the kernel running here), else none."""
+    chosen = {}
     out = Counter()
     for (comm, keys), w in stacks.items():
-        fixed = tuple(_default_ks(k, here, readable) for k in keys)
-        out[(comm, fixed)] += w
+        fixed = []
+        for k in keys:
+            if k[0] == "k" and isinstance(k[1], tuple):
+                if k[1] not in chosen:
+                    chosen[k[1]] = kallsyms_for(k[1][1], k[1][2], buildid_dir)[0]
+                k = ("k", chosen[k[1]]) + k[2:]
+            fixed.append(k)
+        out[(comm, tuple(fixed))] += w
     return out
-
-
-def _default_ks(key, here, readable):
-    if key[0] == "k" and isinstance(key[1], tuple):
-        return ("k", "/proc/kallsyms" if key[1][1] == here and readable else None) + key[2:]
-    return key
 
 
 def _write(args, lines):

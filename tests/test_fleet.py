@@ -181,3 +181,13 @@ def test_without_dask_one_line(tmp_path):
                          env=env, cwd=tmp_path)
     assert res.returncode == 2
     assert res.stderr.decode().strip() == "deferstitch: fleet needs Dask: pip install 'deferstitch[fleet]'"
+
+
+def test_default_symbol_sources_as_folded_finds_them(tmp_path, inputs):
+    """No symbol options: the kernel's symbols are looked for as folded does (by build id, or
+    this kernel's), decided on the client; the answer is the same."""
+    _d, good = inputs
+    out = tmp_path / "f.folded"
+    res = run_cli("fleet", *good[:2], "-o", out, "--workers", 1)
+    assert res.returncode == 0, res.stderr
+    assert folded_lines(out.read_text()) == sequential(good[:2], [])

@@ -115,9 +115,7 @@ class StackNamer:
             return frame_name(None, key[1])
         if kind == "u":
             _k, path, build_id, off = key
-            elf = self.resolver.elf_for(path, build_id)
-            hit = elf.find(off) if elf is not None else None
-            return frame_name(hit[0] if hit else None, path)
+            return frame_name(self.resolver.file_symbol(path, build_id, off)[0], path)
         _k, ks_path, dso, text, ip = key
         ks = self._kallsyms(ks_path)
         hit = None

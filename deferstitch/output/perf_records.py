@@ -18,18 +18,21 @@ def kernel_build_id(perf):
 
 
 def default_kallsyms(perf, buildid_dir):
-    """(kallsyms path or None, warning or None) for the recorded kernel: by its build id as perf
-    finds it (symbols/kallsyms.py); without one, /proc/kallsyms when the recording was made on
-    the kernel release running now."""
-    build_id = kernel_build_id(perf)
+    """(kallsyms path or None, warning or None) for the recorded kernel (kallsyms_for())."""
+    try:
+        release = perf.feature(C.FEATURE_IDS["OSRELEASE"])
+    except OSError:
+        release = None
+    return kallsyms_for(kernel_build_id(perf), release, buildid_dir)
+
+
+def kallsyms_for(build_id, release, buildid_dir):
+    """By the kernel's build id as perf finds it (symbols/kallsyms.py); without one,
+    /proc/kallsyms when the recording was made on the kernel release running now."""
     if build_id:
         return find_kallsyms(build_id, buildid_dir)
-    try:
-        if perf.feature(C.FEATURE_IDS["OSRELEASE"]) == os.uname().release and \
-                os.access("/proc/kallsyms", os.R_OK):
-            return "/proc/kallsyms", None
-    except OSError:
-        pass
+    if release == os.uname().release and os.access("/proc/kallsyms", os.R_OK):
+        return "/proc/kallsyms", None
     return None, None
 
 

@@ -71,15 +71,17 @@ class Resolver:
             return None, 0, UNKNOWN
         if not self.enabled or m.path.startswith("["):
             return None, 0, m.path
-        build_id = m.build_id or self.build_ids.get(m.path)
-        off = m.file_offset(ip)
-        key = (m.path, build_id, off)
+        sym, off = self.file_symbol(m.path, m.build_id or self.build_ids.get(m.path), m.file_offset(ip))
+        return sym, off, m.path
+
+    def file_symbol(self, path, build_id, off):
+        """(sym or None, offset) at a file offset of a binary, each looked up once."""
+        key = (path, build_id, off)
         hit = self._cache.get(key)
         if hit is None:
-            elf = self.elf_for(m.path, build_id)
-            hit = (elf.find(off) if elf is not None else None) or (None, 0)
-            self._cache[key] = hit
-        return hit[0], hit[1], m.path
+            elf = self.elf_for(path, build_id)
+            hit = self._cache[key] = (elf.find(off) if elf is not None else None) or (None, 0)
+        return hit
 
     def _kernel(self, ip):
         kmap = self.maps.kernel_map(ip)
