@@ -40,6 +40,11 @@ def render(rep, title=None):
         rows.append(["unmatched: " + reason, rep.unmatched[reason], _pct(rep.unmatched[reason], total)])
     rows.append(["samples", total, "" if rep.conserved() else "COUNTS DO NOT ADD UP"])
     out.append(table(rows, ["outcome", "samples", "share"]))
+    sr = rep.extra.get("sample_read")
+    if sr:      # perf's split of PERF_SAMPLE_READ records: why samples != SAMPLE records
+        out.append("(PERF_SAMPLE_READ: %d records, %d values read: %d samples, one per value as perf "
+                   "script shows them; not shown, as in perf: %d with period 0, %d of an unknown id)"
+                   % (sr["records"], sr["values"], sr["samples"], sr["zero_period"], sr["unknown_id"]))
     out.append("")
     out.append(table([["deferred stacks", rep.deferred_records],
                       ["  serving no sample (orphan)", rep.orphan_deferred],
