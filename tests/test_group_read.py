@@ -183,3 +183,19 @@ def test_deferred_group_read_stitched_per_member(tmp_path):
         chains = [perf.evlist.for_sample(r.data).layout.parse(r.data).callchain
                   for r in perf.records() if r.type == C.PERF_RECORD_SAMPLE]
     assert chains == [tuple(K) + (C.PERF_CONTEXT_USER, 0x401000, 0x402000)]
+
+
+def test_group_nr_past_the_record_is_one_line(tmp_path):
+    """A group read whose nr runs past the record: what came before, then one line with the
+    offset, exit 2."""
+    f = Synth(attrs=[make_attr(size=128, sample_type=ST, read_format=GROUP, defer=False, config=c)
+                     for c in (0, 1)])
+    f.sample(tid=10, time=1000, read=group(100, 50))
+    f.sample(tid=10, time=2000, read=[1 << 40] + group(130, 60)[1:])
+    f.round()
+    r = run_cli("script", f.save(tmp_path / "bad.data"), "--no-symbols")
+    assert r.returncode == 2
+    err = r.stderr.decode().strip().splitlines()
+    assert len(err) == 1 and "offset 0x" in err[0] and "read values overrun" in err[0]
+    assert [(v[0], v[1]) for v in parse_fields(r.stdout.decode()).values()] == [
+        (100, "cpu-clock"), (50, "task-clock")]
