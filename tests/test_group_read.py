@@ -199,3 +199,21 @@ def test_group_nr_past_the_record_is_one_line(tmp_path):
     assert len(err) == 1 and "offset 0x" in err[0] and "read values overrun" in err[0]
     assert [(v[0], v[1]) for v in parse_fields(r.stdout.decode()).values()] == [
         (100, "cpu-clock"), (50, "task-clock")]
+
+
+def test_deferred_group_read_periods_in_time_order(tmp_path):
+    """A deferred group read followed by another before its stack arrives: deltas in time order,
+    as perf 7.2 gives them with --no-merge-callchains (its merge computes the deferred sample's
+    deltas after the later sample's and wraps them below zero)."""
+    f = Synth(attrs=[make_attr(size=144, sample_type=ST, read_format=GROUP, config=c) for c in (0, 1)])
+    f.sample(tid=10, time=1000, kernel=K, cookie=0xA, read=group(100, 50))
+    f.sample(tid=10, time=1200, kernel=K + [C.PERF_CONTEXT_USER, 0x401000], read=group(130, 80))
+    f.deferred(tid=10, time=1500, cookie=0xA, user=[0x401000, 0x402000])
+    f.round()
+    path = f.save(tmp_path / "d.data")
+    got = [(v[0], v[1]) for v in ours(path).values()]
+    assert got == [(100, "cpu-clock"), (50, "task-clock"), (30, "cpu-clock"), (30, "task-clock")]
+    perf = need_sid_perf()
+    out = subprocess.run([perf, "script", "-i", "./d.data", "-F", "tid,time,ip,period,event",
+                          "--no-merge-callchains"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert [(v[0], v[1]) for v in parse_fields(out).values() if v[1] is not None] == got

@@ -188,9 +188,11 @@ class PerfFeed:
         attr has inherit and TID: perf_evsel__attr_has_per_thread_sample_period). A value whose
         id is unknown, or whose period is 0, is not delivered; the report counts both.
 
-        Periods follow the samples' time order. (perf 7.x takes a deferred sample's values when
-        its stack arrives, so its deltas can differ around deferred samples.) A single counter
-        without PERF_FORMAT_ID (perf record always sets it) belongs to the sample's own event."""
+        Deltas follow the samples' time order, as perf --no-merge-callchains has them. perf 7.x's
+        merge takes a deferred sample's deltas when its stack arrives, after later samples
+        stored theirs: its period then wraps below zero (u64 -30 for a drop of 30, perf 7.2.13).
+        A single counter without PERF_FORMAT_ID (perf record always sets it) belongs to the
+        sample's own event."""
         stats = self.report.extra.get("sample_read")
         if stats is None:
             stats = self.report.extra["sample_read"] = {
