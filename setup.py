@@ -11,12 +11,15 @@ setup(
     description="Whole stacks from Linux deferred user callchains (perf, trace-cmd), "
                 "with a report of what could not be stitched",
     packages=find_packages(include=["deferstitch", "deferstitch.*"]),
+    package_data={"deferstitch.output": ["*.js"]},
     ext_modules=[ACCEL],
     python_requires=">=3.9",
     install_requires=["tabulate"],
     extras_require={
         "compressed": ["zstandard"],
-        "test": ["pytest", "zstandard", "tabulate", "protobuf", "jsonschema", "hypothesis"],
+        "fleet": ["dask[distributed]"],
+        "test": ["pytest", "zstandard", "tabulate", "protobuf", "jsonschema", "hypothesis",
+                 "dask[distributed]"],
     },
     entry_points={"console_scripts": ["deferstitch=deferstitch.cli:main"]},
 )

@@ -31,6 +31,7 @@ from .perfdata.reader import PerfData
 from .perfdata.writer import PIPE_ONLY
 from .stitcher import DEFAULT_MAX_PENDING
 from .tracecmd.cli import register as register_trace
+from .fleet import register as register_fleet
 
 
 def _open_out(path, binary):
@@ -62,6 +63,8 @@ def cmd_info(args):
     if perf.header is not None:
         h = perf.header
         info["header"] = {"attr_size": h.attr_size, "attrs": list(h.attrs), "data": list(h.data)}
+    if perf.warning is not None:
+        info["warning"] = perf.warning
     if args.json:
         print(json.dumps(info, indent=1, default=str))
     else:
@@ -69,6 +72,8 @@ def cmd_info(args):
         if "header" in info:
             print("header: attr_size %d, attrs at %#x (%d bytes), data at %#x (%d bytes)"
                   % (h.attr_size, h.attrs.offset, h.attrs.size, h.data.offset, h.data.size))
+        if perf.warning is not None:
+            print("warning: " + perf.warning)
         print()
         print(table([[a["name"], a["type"], "%#x" % a["config"], a["size"], a["sample_type"],
                       a["sample_id_all"], a["defer_callchain"], a["defer_output"], a["ids"]]
@@ -103,7 +108,7 @@ def cmd_stitch(args):
     err = None
     try:
         try:
-            rep, out = pipeline.run(args, make, perf=perf)
+            rep, out = pipeline.run(args, make, perf=perf, hint=True)
         except FormatError as e:        # damaged input: what was good before it is written
             err, rep, out = e, None, made[-1]
         if to_stdout:
@@ -131,11 +136,30 @@ def cmd_stitch(args):
 
 
 def cmd_report(args):
-    rep, _out = pipeline.run(args, lambda perf, ctx: pipeline.Null())
+    made = []
+    page = None
+    if args.html:
+        from .output.report_page import ReportPage
+        page = _open_out(args.html, False)
+
+    def make(perf, _ctx):
+        made.append(ReportPage(page, perf, "%s: deferred callchain stitching" % args.input)
+                    if page is not None else pipeline.Null())
+        return made[-1]
+    err = None
+    try:
+        rep, _out = pipeline.run(args, make, hint=True)
+    except FormatError as e:         # damaged input: the report of what was read, then exit 2
+        if not made or made[-1].report is None:
+            raise
+        err, rep = e, made[-1].report
     if args.json:
         print(json.dumps(rep.to_json(), indent=1))
     else:
         sys.stdout.write(render(rep, "%s: deferred callchain stitching" % args.input))
+    if err is not None:
+        sys.stdout.flush()
+        raise err
     return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
 
 
@@ -164,6 +188,13 @@ def cmd_script(args):
     return _text_output(args, lambda f, ctx: PerfScript(f, ctx, args.max_stack))
 
 
+def cmd_flamegraph(args):
+    from .output.flamegraph import FlameGraph
+    return _text_output(args, lambda f, ctx: FlameGraph(
+        f, ctx, args.output, title=args.title or "Flame Graph: %s" % os.path.basename(args.input),
+        width=args.width, inverted=args.inverted, weight=args.weight))
+
+
 def cmd_folded(args):
     return _text_output(args, lambda f, ctx: Folded(f, ctx, args.weight))
 
@@ -183,18 +214,22 @@ def build_parser():
     p.add_argument("--version", action="version", version="deferstitch " + __version__)
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    def add(name, func, help_):
+    def add(name, func, help_, stitches=True):
+        """A subcommand reading a perf.data; ``stitches``: it runs the stitcher (info does not)."""
         sp = sub.add_parser(name, help=help_, description=help_)
-        sp.add_argument("input", nargs="?", default="perf.data", help="perf.data, or - for stdin")
-        sp.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
-        sp.add_argument("--max-pending", type=_count, default=DEFAULT_MAX_PENDING, metavar="N",
-                        help="samples waiting for their stack at most (default %(default)d); "
-                             "the oldest beyond are reported as evicted")
+        sp.add_argument("input", nargs="?", default="perf.data",
+                        help="the perf.data (default ./perf.data), or - for standard input")
+        if stitches:
+            sp.add_argument("-q", "--quiet", action="store_true",
+                            help="no progress, summary, warning or hint on stderr (errors still)")
+            sp.add_argument("--max-pending", type=_count, default=DEFAULT_MAX_PENDING, metavar="N",
+                            help="samples waiting for their stack at most (default %(default)d); "
+                                 "the oldest beyond are reported as evicted")
         sp.set_defaults(func=func)
         return sp
 
-    sp = add("info", cmd_info, "header, attrs, features and records per type")
-    sp.add_argument("--json", action="store_true")
+    sp = add("info", cmd_info, "header, attrs, features and records per type", stitches=False)
+    sp.add_argument("--json", action="store_true", help="one JSON object")
     sp = add("stitch", cmd_stitch, "write a perf.data with whole stacks and no deferred records")
     sp.add_argument("-o", "--output", help="output file (default or -: stdout)")
     sp.add_argument("--native", action="store_true",
@@ -202,6 +237,8 @@ def build_parser():
     sp = add("report", cmd_report, "what was stitched, what not, and why")
     sp.add_argument("--json", action="store_true", help="one JSON object")
     sp.add_argument("--fail-on-unmatched", action="store_true", help="exit 1 if any sample is unmatched")
+    sp.add_argument("--html", metavar="OUT.html",
+                    help="also write the report as a page: tables, a bar per reason, a timeline")
     def symbol_options(sp):
         sp.add_argument("--no-symbols", action="store_true", help="raw addresses, no names")
         sp.add_argument("--kallsyms", metavar="FILE",
@@ -209,21 +246,35 @@ def build_parser():
         sp.add_argument("--symfs", metavar="DIR", help="look for binaries under DIR, as perf --symfs")
         sp.add_argument("--buildid-dir", metavar="DIR", help="perf's build-id cache (default ~/.debug)")
 
+    def flame_options(sp):
+        sp.add_argument("-o", "--output", help="OUT.html, or OUT.svg for SVG (default or -: HTML on stdout)")
+        sp.add_argument("--title", help="the graph's title (default: Flame Graph: INPUT)")
+        sp.add_argument("--width", type=int, default=1200, help="width in pixels (default %(default)d)")
+        sp.add_argument("--weight", choices=("samples", "period"), default="samples",
+                        help="frame widths by sample count or by period")
+        sp.add_argument("--inverted", action="store_true", help="an icicle graph: roots at the top")
+
     sp = add("script", cmd_script, "stitched samples in perf script's layout")
     symbol_options(sp)
-    sp.add_argument("-o", "--output")
+    sp.add_argument("-o", "--output", help="output file (default or -: stdout)")
     sp.add_argument("--max-stack", type=int, default=127, help="frames per sample (perf's default 127)")
     sp = add("folded", cmd_folded, "FlameGraph folded stacks")
     symbol_options(sp)
-    sp.add_argument("-o", "--output")
-    sp.add_argument("--weight", choices=("samples", "period"), default="samples")
+    sp.add_argument("-o", "--output", help="output file (default or -: stdout)")
+    sp.add_argument("--weight", choices=("samples", "period"), default="samples",
+                    help="count each stack by samples (default) or by their period")
+    sp = add("flamegraph", cmd_flamegraph, "an interactive flame graph: one HTML (or .svg) file")
+    symbol_options(sp)
+    flame_options(sp)
     sp = add("export", cmd_export, "a profile for other viewers: speedscope JSON or pprof")
     symbol_options(sp)
-    sp.add_argument("--format", choices=("speedscope", "pprof"), required=True)
+    sp.add_argument("--format", choices=("speedscope", "pprof"), required=True,
+                    help="speedscope's file format, or pprof's gzip'd profile.proto")
     sp.add_argument("-o", "--output", help="output file (default: stdout)")
     sp.add_argument("--weight", choices=("samples", "period"), default="samples",
                     help="speedscope weights (pprof carries both)")
     register_trace(sub)      # deferstitch trace ...: the trace.dat side
+    register_fleet(sub, symbol_options)     # deferstitch fleet ...: many files on Dask
     return p
 
 

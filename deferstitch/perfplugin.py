@@ -24,7 +24,7 @@ import sys
 import threading
 
 from .abi import consts as C
-from .errors import DeferstitchError
+from .errors import DeferstitchError, FormatError
 from .output.folded import frame_name
 from .output.perf_records import PerfContext
 from .output.stitched_file import REPORT_FEATURE
@@ -136,7 +136,9 @@ class _Producer(threading.Thread):
 
     def run(self):
         try:
-            self.report = PerfFeed(self.perf, self, observe=self.ctx.observe, **self.kw).run()
+            feed = PerfFeed(self.perf, self, observe=self.ctx.observe, **self.kw)
+            self.report = feed.report       # also when the input stops at damage
+            feed.run()
         except DeferstitchError as err:
             self.error = err
         except Exception as err:          # never leave perf waiting on a dead thread
@@ -277,8 +279,9 @@ class Plugin:
             self._pull()
             self.ahead.clear()
         self.producer.join()
-        if self.producer.error is not None:
-            raise self.producer.error
+        error = self.producer.error
+        if error is not None and not (isinstance(error, FormatError) and self.producer.report):
+            raise error
         rep = self.file_report or self.producer.report
         rep.extra["perf_script"] = dict(self.served)
         if self.opts["json"]:
@@ -293,3 +296,5 @@ class Plugin:
             sys.stderr.write(text)
         if self.out is not sys.stdout:
             self.out.close()
+        if error is not None:       # damaged input: the report above is of what was read
+            raise error

@@ -47,11 +47,29 @@ def _progress(perf, quiet):
     return tick
 
 
-def run(args, make, symbols=False, perf=None):
+def run(args, make, symbols=False, perf=None, hint=False):
     """Run the input (``perf`` if already open) into ``make(perf, ctx)``: through the C engine
     when it can take the file (perfdata/engine.py), else, or when it falls back, through the
-    Python path. Returns (report, output)."""
+    Python path. Returns (report, output). ``hint``: say on stderr when the input has no
+    deferred callchains at all (report and stitch: the user may have recorded without defer)."""
+    rep, out, perf = _run(args, make, symbols, perf)
+    if hint and not args.quiet and not has_deferred(perf, rep):
+        sys.stderr.write("deferstitch: %s: no deferred callchains (record with --call-graph "
+                         "fp,defer)\n" % perf.path)
+    return rep, out
+
+
+def has_deferred(perf, rep):
+    """Whether any attr asks for deferred callchains and the stream holds any: a sample ending
+    in PERF_CONTEXT_USER_DEFERRED (not passed) or a CALLCHAIN_DEFERRED record."""
+    return any(e.attr.defer_callchain for e in perf.evlist.entries) and (
+        rep.samples > rep.passed or rep.deferred_records > 0)
+
+
+def _run(args, make, symbols, perf):
     perf = perf or PerfData.open(args.input)
+    if perf.warning is not None and not args.quiet:
+        sys.stderr.write("deferstitch: %s: %s\n" % (perf.path, perf.warning))
     ctx = context(perf, args) if symbols else None
     out = make(perf, ctx)
     mode = _engine_mode(out)
@@ -59,7 +77,7 @@ def run(args, make, symbols=False, perf=None):
     required = os.environ.get("DEFERSTITCH_ACCEL") == "require"
     if why is None:
         try:
-            return _run_engine(perf, out, args, ctx, mode), out
+            return _run_engine(perf, out, args, ctx, mode), out, perf
         except (engine.Fallback, FormatError) as err:
             why = "fell back at: %s" % err
         perf.close()
@@ -73,7 +91,7 @@ def run(args, make, symbols=False, perf=None):
             out.skip = written
     if required:
         raise DeferstitchError("DEFERSTITCH_ACCEL=require, but the C engine was not used: %s" % why)
-    return _run_python(perf, out, args, ctx), out
+    return _run_python(perf, out, args, ctx), out, perf
 
 
 def _engine_mode(out):

@@ -1,12 +1,26 @@
 """StitchReport: every count the stitcher keeps, and the invariant that they add up.
 
     samples == stitched + passed + sum(unmatched.values())
+
+Its JSON (``to_json``, version ``VERSION``) puts the core's counts at the top and what one front
+end counted (records by type, sorter, events by name, ...) under that front end's own key
+(``source``: "perf" or "ftrace"), so that the top level means the same for every input.
 """
 from collections import Counter
 
 from .model import PASSED, STITCHED
 
 KEEP_FIRST = 20     # unmatched samples and orphan stacks listed one by one
+VERSION = 1         # of to_json()'s shape; reports saved before it (no "version") had the
+                    # front end's counters at the top level: from_json() still reads them
+CORE_COUNTS = ("samples", "stitched", "stitched_after_stack", "passed", "deferred_records",
+               "duplicate_deferred", "orphan_deferred", "dropped_frames", "lost_records",
+               "lost_events", "max_pending")
+
+
+def idle_comm(tid):
+    """tid 0 is the idle task, which has no COMM record: "swapper", as perf script names it."""
+    return "swapper" if tid == 0 else None
 
 
 class StitchReport:
@@ -22,7 +36,9 @@ class StitchReport:
         self._by_thread = self._by_cpu = None   # views, built from _cells when asked
         self.first_unmatched = []   # (time, tid, cookie, reason)
         self.orphans = []           # (time, tid, cookie)
-        self.extra = {}             # front-end counters (records by type, unordered, ...)
+        self.source = None          # the front end that fed it: "perf", "ftrace"
+        self.extra = {}             # that front end's counters (records by type, unordered, ...)
+        self.error = None           # why the input stopped early (damage), None when read whole
 
     def count(self, s):
         """Account one sample whose outcome is final."""
@@ -52,7 +68,7 @@ class StitchReport:
             for (tid, _cpu, key), n in self._cells.items():
                 th = out.get(tid)
                 if th is None:
-                    th = out[tid] = [self._comms.get(tid), Counter()]
+                    th = out[tid] = [self._comms.get(tid) or idle_comm(tid), Counter()]
                 th[1][key] += n
             self._by_thread = out
         return self._by_thread
@@ -80,7 +96,10 @@ class StitchReport:
         return self.samples == self.stitched + self.passed + self.total_unmatched
 
     def to_json(self):
-        return {
+        """One object: version, complete/error, the core counts, the views, then the front
+        end's counters under its own key (README, "The report's JSON")."""
+        out = {
+            "version": VERSION, "complete": self.error is None, "error": self.error,
             "samples": self.samples, "stitched": self.stitched,
             "stitched_after_stack": self.stitched_after_stack, "passed": self.passed,
             "unmatched": dict(sorted(self.unmatched.items())),
@@ -96,17 +115,18 @@ class StitchReport:
             "by_cpu": {str(cpu): dict(cnt) for cpu, cnt in sorted(self.by_cpu.items(),
                                                                   key=lambda kv: (kv[0] is None, kv[0] or 0))},
             "conserved": self.conserved(),
-            **self.extra,
         }
+        if self.source is not None:
+            out[self.source] = dict(self.extra)
+        return out
 
     @classmethod
     def from_json(cls, d):
         """Rebuild the counts from to_json() (for the report that travels with a stitched file)."""
         r = cls()
-        for k in ("samples", "stitched", "stitched_after_stack", "passed", "deferred_records",
-                  "duplicate_deferred", "orphan_deferred", "dropped_frames", "lost_records",
-                  "lost_events", "max_pending"):
+        for k in CORE_COUNTS:
             setattr(r, k, d.get(k, 0))
+        r.error = d.get("error")
         r.unmatched = Counter(d.get("unmatched", {}))
         r.first_unmatched = [(u["time"], u["tid"], u["cookie"], u["reason"]) for u in d.get("first_unmatched", [])]
         r.orphans = [(o["time"], o["tid"], o["cookie"]) for o in d.get("orphans", [])]
@@ -114,9 +134,14 @@ class StitchReport:
         for tid, v in d.get("by_thread", {}).items():
             v = dict(v)
             comm = v.pop("comm", None)
-            r._by_thread[int(tid)] = [comm, Counter(v)]
+            r._by_thread[int(tid)] = [comm or idle_comm(int(tid)), Counter(v)]
         for cpu, v in d.get("by_cpu", {}).items():
             r._by_cpu[None if cpu == "None" else int(cpu)] = Counter(v)
         known = set(cls().to_json())
-        r.extra = {k: v for k, v in d.items() if k not in known}
+        if "version" in d:
+            r.source = next((k for k in d if k not in known), None)
+            r.extra = dict(d[r.source]) if r.source else {}
+        else:                                   # before VERSION 1: a perf report, flat
+            r.source = "perf"
+            r.extra = {k: v for k, v in d.items() if k not in known}
         return r

@@ -75,9 +75,9 @@ def test_perf_format_lost_matches_perf72():
     assert len(want) == 68
     assert got == want
     rep = report(FORMAT_LOST)
-    assert rep["records"]["SAMPLE"] == 34
+    assert rep["perf"]["records"]["SAMPLE"] == 34
     assert rep["samples"] == 68 and rep["passed"] == 68 and rep["conserved"]
-    assert rep["sample_read"] == {"records": 34, "values": 68, "samples": 68,
+    assert rep["perf"]["sample_read"] == {"records": 34, "values": 68, "samples": 68,
                                   "zero_period": 0, "unknown_id": 0}
 
 
@@ -115,7 +115,7 @@ def test_group_periods(tmp_path, inherit):
     assert got == want
     rep = report(path)
     assert rep["samples"] == len(want) and rep["conserved"]
-    assert rep["sample_read"] == {"records": 4, "values": 9, "samples": len(want),
+    assert rep["perf"]["sample_read"] == {"records": 4, "values": 9, "samples": len(want),
                                   "zero_period": 2 if not inherit else 0, "unknown_id": 1}
     assert run_cli("stitch", path, "-o", tmp_path / "st.data").returncode == 0
     with PerfData.open(tmp_path / "st.data") as perf:

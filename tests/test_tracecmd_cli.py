@@ -1,6 +1,7 @@
 """``deferstitch trace``: report (tables, --json, --fail-on-unmatched), script and folded, run as
 users run them (a subprocess), on our v6 files and on the real capture; bad input is one line."""
 import json
+import os
 import shutil
 
 import pytest
@@ -22,7 +23,7 @@ def test_report_json_and_tables(deferred):
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert d["conserved"] and {k: d[k] for k in S.EXPECT} == S.EXPECT
-    assert d["events"]["ftrace:user_unwind_stack"] == 2
+    assert d["ftrace"]["events"]["ftrace:user_unwind_stack"] == 2
     p = run_cli("trace", deferred)                      # FILE alone = report
     text = p.stdout.decode()
     assert p.returncode == 0 and "unmatched: deferred-lost-after-lost-records" in text
@@ -79,7 +80,7 @@ def test_real_capture_outputs():
         pytest.skip("real captures not found: put the shared folder beside the checkout")
     d = json.loads(run_cli("trace", "report", REAL, "--json").stdout)
     assert (d["samples"], d["passed"], d["conserved"]) == (29000, 29000, True)
-    assert d["events"] == {"ftrace:user_stack": 29000, "syscalls:sys_enter_getppid": 29000}
+    assert d["ftrace"]["events"] == {"ftrace:user_stack": 29000, "syscalls:sys_enter_getppid": 29000}
     folded = run_cli("trace", "folded", REAL).stdout.decode().splitlines()
     assert sum(int(l.rsplit(" ", 1)[1]) for l in folded) == 29000
     assert all(l.startswith("workload_a;") for l in folded)
@@ -93,3 +94,40 @@ def test_bad_input_one_line_exit_2(tmp_path):
         p = run_cli(*args)
         err = p.stderr.decode()
         assert p.returncode == 2 and err.count("\n") == 1 and err.startswith("deferstitch: "), err
+
+
+def test_user_frames_named_only_from_the_traced_file(tmp_path):
+    """A user frame is named from the file at its path here only when that file has the
+    (inode, dev) inode_cache recorded; another file there (say, another build of libc) leaves
+    it unnamed, and the report counts why. --symfs is the user vouching for a file."""
+    if not WORKLOAD_A.exists():
+        pytest.skip("real captures not found (../shared/captures/bin)")
+    exe = tmp_path / "bin" / "workload_a"
+    exe.parent.mkdir()
+    shutil.copy(WORKLOAD_A, exe)
+    st = os.stat(exe)
+    s_dev = (os.major(st.st_dev) << 20) | os.minor(st.st_dev)     # the kernel's encoding
+
+    def trace(inode, name):
+        td = S.TraceDat(1, [S.USER_UNWIND_COOKIE, S.USER_UNWIND_STACK], [S.GETPPID, S.INODE_CACHE], S.COMMS)
+        td.event(0, S.T0, S.GETPPID, S.W, __syscall_nr=110)
+        td.event(0, S.T0, S.USER_UNWIND_COOKIE, S.W, cookie=S.C1)
+        td.event(0, S.T0 + 5, S.INODE_CACHE, S.W, inode=inode, dev=s_dev, path=str(exe))
+        td.event(0, S.T0 + 9, S.USER_UNWIND_STACK, S.W, cookie=S.C1, stack=[0x10d4], inodes=[inode],
+                 dev=[s_dev])
+        return td.write(tmp_path / name)
+    same, other = trace(st.st_ino, "same.dat"), trace(st.st_ino + 1, "other.dat")
+    named = "\t            10d4 main+0x4 (%s)" % exe
+    assert named in run_cli("trace", "script", same).stdout.decode().splitlines()
+    out = run_cli("trace", "script", other).stdout.decode().splitlines()
+    assert named not in out and "\t            10d4 [unknown] (%s)" % exe in out
+    rep = json.loads(run_cli("trace", "report", other, "--json").stdout)
+    assert rep["ftrace"]["unnamed_user_frames"] == {
+        "another file at that path (inode or dev differ from the traced one)": 1}
+    assert json.loads(run_cli("trace", "report", same, "--json").stdout)["ftrace"]["unnamed_user_frames"] == {}
+    symfs = tmp_path / "symfs"
+    (symfs / str(exe.parent).lstrip("/")).mkdir(parents=True)
+    shutil.copy(WORKLOAD_A, symfs / str(exe).lstrip("/"))
+    assert named in run_cli("trace", "script", other, "--symfs", symfs).stdout.decode().splitlines()
+    text = run_cli("trace", "report", other).stdout.decode()
+    assert "user frames left unnamed (printed as path+0xoffset): 1" in text

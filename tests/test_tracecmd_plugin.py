@@ -67,32 +67,68 @@ def expected_blocks(path):
     return out
 
 
-def check(text, plain, path):
+OURS = ("user_unwind_stack:", "user_unwind_cookie:", "inode_cache:")
+
+
+def without_deferred_events(lines):
+    """trace-cmd's lines but those of the deferred events, which the plugin prints its own way
+    (and the ``=>`` frames of a user_unwind_stack)."""
+    out, skip = [], False
+    for line in lines:
+        if any(o in line for o in OURS):
+            skip = "user_unwind_stack:" in line
+            continue
+        if skip and (line.startswith("{") or (line.startswith("=> ") and "(" not in line
+                                              and line != "=> 0")):
+            continue    # its arrays (trace-cmd 3.4's second line) or ours (=> path+0xoff)
+        skip = False
+        out.append(line)
+    return out
+
+
+def check(text, plain, path, after=False):
     own, blocks, summary = split_plugin_lines(text)
-    assert own == plain.splitlines()
+    assert without_deferred_events(own) == without_deferred_events(plain.splitlines())
     assert blocks == expected_blocks(path)
     rep, _t = run_feed(path)
     assert summary == unmatched_summary(rep).splitlines()
-    assert summary[0] == "deferstitch: 8 events: 4 stitched (0 after their stack), 1 passed, 3 unmatched"
+    assert text.count("\n  stitched ") == rep.stitched          # every stitched event printed once
+    assert summary[0] == ("deferstitch: 9 events: 5 stitched (1 after their stack), 1 passed, 3 unmatched"
+                          if after else
+                          "deferstitch: 8 events: 4 stitched (0 after their stack), 1 passed, 3 unmatched")
+    # the deferred events read like the kernel's own user_stack, never as byte arrays
+    assert "FAILED TO PARSE" not in text and "ARRAY[" not in text
+    lines = text.splitlines()
+    i = next(i for i, l in enumerate(lines) if "user_unwind_stack:" in l and "0x500000001" in l)
+    assert lines[i].endswith("cookie=0x500000001 <user stack trace>")
+    assert lines[i + 1:i + 5] == ["=> /usr/bin/workload+0x1139", "=> /usr/lib/x86_64-linux-gnu/libc.so.6+0x27f4a",
+                                  "=> [anon]+0x1ff0", "=> [unknown]+0x7ffd0000abcd"]
+    assert any(l.endswith("inode_cache:          inode=11 dev=8:1 path=/usr/bin/workload") for l in lines)
+    if after:       # the late event's stack right under its cookie
+        j = next(j for j, l in enumerate(lines) if "5.004000: user_unwind_cookie:" in l)
+        assert lines[j].endswith("cookie=0x500000001")
+        assert lines[j + 1].startswith("  stitched workload     100 [001]     5.004000: syscalls:sys_enter_getppid:")
 
 
-def test_trace_cmd_3_1_report_prints_stitched_stacks(plugin_dir, tmp_path):
+@pytest.mark.parametrize("after", [False, True])
+def test_trace_cmd_3_1_report_prints_stitched_stacks(plugin_dir, tmp_path, after):
     need_trace_cmd()
-    path = S.deferred(tmp_path / "trace.dat")
+    path = S.deferred(tmp_path / "trace.dat", after=after)
     text = report(path, env=plain_env(TRACEEVENT_PLUGIN_DIR=str(plugin_dir)))
-    check(text, report(path), path)
+    check(text, report(path), path, after)
     assert "deferstitch plugin:" not in text
 
 
-def test_trace_cmd_3_4_report_prints_stitched_stacks(plugin_dir, tmp_path):
-    path = S.deferred(tmp_path / "trace.dat")
+@pytest.mark.parametrize("after", [False, True])
+def test_trace_cmd_3_4_report_prints_stitched_stacks(plugin_dir, tmp_path, after):
+    path = S.deferred(tmp_path / "trace.dat", after=after)
     local = tmp_path / "plugins"
     shutil.copytree(plugin_dir, local)           # inside the folder the rig binds
     text, err = sid_report(path, env=("HOME=/nonexistent", "TRACEEVENT_PLUGIN_DIR=%s" % local,
                                       "DEFERSTITCH_PATH=%s" % ROOT))
     plain, _err = sid_report(path, env=("HOME=/nonexistent",))
     assert "deferstitch plugin:" not in err, err
-    check(text, plain, path)
+    check(text, plain, path, after)
 
 
 def test_plugin_on_a_trace_without_deferred_stacks(plugin_dir):
@@ -113,4 +149,4 @@ def test_ts_offset_does_not_lose_the_blocks(plugin_dir, tmp_path):
     path = S.deferred(tmp_path / "trace.dat")
     text = report(path, "--ts-offset", "1000000000", env=plain_env(TRACEEVENT_PLUGIN_DIR=str(plugin_dir)))
     _own, blocks, summary = split_plugin_lines(text)
-    assert len(blocks) == 4 and summary
+    assert len(blocks) == 4 and summary and "cookie=0x500000001 <user stack trace>" in text

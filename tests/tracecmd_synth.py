@@ -293,10 +293,12 @@ EXPECT = {
 }
 
 
-def deferred(path, variant=False):
+def deferred(path, variant=False, after=False):
     """Two CPUs, four tasks: cookie C1 shared by three events of pid 100 (one after it migrated
     to CPU 1), a kworker event (no cookie), pid 200's stack for C2 lost in 3 missed events then
-    C3 stitched, pid 101 exiting before its stack (C4: two events, both task-exited)."""
+    C3 stitched, pid 101 exiting before its stack (C4: two events, both task-exited).
+    ``after``: one more event of pid 100 in C1's kernel entry after its stack was written (a
+    signal delivered on the way out): stitched after its stack (9 events, 5 stitched)."""
     ftrace = [KERNEL_STACK, USER_STACK, USER_UNWIND_COOKIE,
               USER_UNWIND_STACK_HASH if variant else USER_UNWIND_STACK]
     systems = [GETPPID, READ, EXIT, WORK, INODE_CACHE_HASH if variant else INODE_CACHE]
@@ -335,6 +337,8 @@ def deferred(path, variant=False):
             td.event(1, T0 + 4 * MS, INODE_CACHE, W, inode=inode, dev=dev, path=p)
         td.event(1, T0 + 4 * MS + 100, USER_UNWIND_STACK, W, cookie=C1, stack=STACK_W,
                  inodes=INODES_W, dev=DEVS_W)
+    if after:
+        traced(1, T0 + 4 * MS + 200, GETPPID, W, C1, ks_ppid, __syscall_nr=110)
     # pid 101: two events in one kernel entry, then it exits (its own exit event shares C4)
     traced(1, T0 + 5 * MS, READ, T, C4, ks_read, __syscall_nr=0, fd=4, buf=0x7ffd2000, count=64)
     traced(1, T0 + 5 * MS + 200, EXIT, T, C4, [kaddr("do_exit")], comm="worker", pid=T, prio=120)

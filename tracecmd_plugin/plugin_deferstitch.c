@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
  * plugin_deferstitch.so — a libtraceevent plugin that makes the REAL `trace-cmd report` print,
- * under each ftrace:user_unwind_stack, the whole stacks (kernel frames + user path+offset) of
- * the events that waited on that cookie, and at the end the summary of unmatched events.
+ * under each ftrace:user_unwind_stack, its frames (=> path+offset) and the whole stacks (kernel
+ * frames + user path+offset) of the events that waited on that cookie; under a
+ * user_unwind_cookie, the stack of an event taken after its stack was written; inode_cache with
+ * dev as major:minor; and at the end the summary of unmatched events.
  *
  * Thin on purpose: the stitching is the shared Python core (deferstitch.stitcher), reached
  * through an embedded interpreter, as trace-cmd's old Python plugin loader did (removed in
  * 2021). This file only forwards: load -> deferstitch.tracecmd.plugin.load(tep), each
- * user_unwind_stack -> .stack(tep, cpu, record offset), unload -> .unload(tep).
+ * user_unwind_stack -> .stack(tep, cpu, record offset), each user_unwind_cookie ->
+ * .cookie(tep, cpu, record offset), unload -> .unload(tep).
  *
  * Build and install:   make plugin        (-> ~/.local/lib/traceevent/plugins/)
  * Use:                 trace-cmd report -i trace.dat
@@ -136,8 +139,9 @@ static int start_python(void)
 	return 0;
 }
 
-/* Call deferstitch.tracecmd.plugin.<method>(...) and append its str result to s (or stdout). */
-static void call(struct trace_seq *s, const char *method, const char *fmt,
+/* Call deferstitch.tracecmd.plugin.<method>(...) and append its str result to s (or stdout);
+ * returns the length of that text (0: nothing, or a failure). */
+static ssize_t call(struct trace_seq *s, const char *method, const char *fmt,
 		 unsigned long long a, unsigned long long b, unsigned long long c)
 {
 	PyObject *ret;
@@ -146,14 +150,14 @@ static void call(struct trace_seq *s, const char *method, const char *fmt,
 	int gil;
 
 	if (broken || !module)
-		return;
+		return 0;
 	gil = py.GILStateEnsure();
 	ret = py.CallMethod(module, method, fmt, a, b, c);
 	if (!ret) {
 		py.ErrPrint();
 		py.GILStateRelease(gil);
 		fail(method);
-		return;
+		return 0;
 	}
 	text = py.AsUTF8AndSize(ret, &len);
 	if (text && len) {
@@ -166,33 +170,91 @@ static void call(struct trace_seq *s, const char *method, const char *fmt,
 	}
 	py.DecRef(ret);
 	py.GILStateRelease(gil);
+	return len;
+}
+
+/* The event's own text, from its print fmt (our handler set aside for the call). */
+static void own_text(struct trace_seq *s, struct tep_record *record, struct tep_event *event)
+{
+	event->flags |= TEP_EVENT_FL_NOHANDLE;
+	tep_print_event(event->tep, s, record, "%s", TEP_PRINT_INFO);
+	event->flags &= ~TEP_EVENT_FL_NOHANDLE;
 }
 
 static int user_unwind_stack_handler(struct trace_seq *s, struct tep_record *record,
 				     struct tep_event *event, void *context)
 {
-	/* the event as libtraceevent prints it (its print fmt), then the stitched stacks */
-	event->flags |= TEP_EVENT_FL_NOHANDLE;
-	tep_print_event(event->tep, s, record, "%s", TEP_PRINT_INFO);
-	event->flags &= ~TEP_EVENT_FL_NOHANDLE;
-	call(s, "stack", "(KKK)", (unsigned long long)(unsigned long)event->tep,
+	/* the stack a frame a line (=> path+0xoffset: its print fmt cannot show u64 arrays), then
+	 * the stitched stacks it served; its own text if we have nothing for it */
+	if (!call(s, "stack", "(KKK)", (unsigned long long)(unsigned long)event->tep,
+		  (unsigned long long)record->cpu, record->offset))
+		own_text(s, record, event);
+	return 0;
+}
+
+static int user_unwind_cookie_handler(struct trace_seq *s, struct tep_record *record,
+				      struct tep_event *event, void *context)
+{
+	/* the cookie in hex (it is two u32: cpu and a count), then the stitched stack of the event
+	 * it follows when that stack was written before it */
+	unsigned long long cookie;
+
+	if (tep_get_field_val(NULL, event, "cookie", record, &cookie, 0) == 0)
+		trace_seq_printf(s, "cookie=%#llx", cookie);
+	else
+		own_text(s, record, event);
+	call(s, "cookie", "(KKK)", (unsigned long long)(unsigned long)event->tep,
 	     (unsigned long long)record->cpu, record->offset);
 	return 0;
 }
 
+static int inode_cache_handler(struct trace_seq *s, struct tep_record *record,
+			       struct tep_event *event, void *context)
+{
+	/* inode=N dev=MAJOR:MINOR path=P (the kernel's s_dev: major << 20 | minor) */
+	unsigned long long inode, dev;
+	struct tep_format_field *path = tep_find_field(event, "path");
+	int len = 0;
+	const char *text = path ? tep_get_field_raw(NULL, event, "path", record, &len, 0) : NULL;
+
+	if (!text || tep_get_field_val(NULL, event, "inode", record, &inode, 0) ||
+	    tep_get_field_val(NULL, event, "dev", record, &dev, 0)) {
+		own_text(s, record, event);		/* another layout (hash-keyed, ...) */
+		return 0;
+	}
+	trace_seq_printf(s, "inode=%llu dev=%llu:%llu path=%.*s", inode, dev >> 20, dev & 0xfffff,
+			 (int)strnlen(text, len > 0 ? (size_t)len : 0), text);
+	return 0;
+}
+
+static const struct {
+	const char *system, *name;
+	tep_event_handler_func func;
+} handlers[] = {
+	{ "ftrace", "user_unwind_stack", user_unwind_stack_handler },
+	{ "ftrace", "user_unwind_cookie", user_unwind_cookie_handler },
+	{ "inode_cache", "inode_cache", inode_cache_handler },
+};
+
 int TEP_PLUGIN_LOADER(struct tep_handle *tep)
 {
+	size_t i;
+
 	if (!module && !broken && start_python())
 		return 0;			/* not fatal for trace-cmd: report without us */
 	call(NULL, "load", "(K)", (unsigned long long)(unsigned long)tep, 0, 0);
-	tep_register_event_handler(tep, -1, "ftrace", "user_unwind_stack",
-				   user_unwind_stack_handler, NULL);
+	for (i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+		tep_register_event_handler(tep, -1, handlers[i].system, handlers[i].name,
+					   handlers[i].func, NULL);
 	return 0;
 }
 
 void TEP_PLUGIN_UNLOADER(struct tep_handle *tep)
 {
-	tep_unregister_event_handler(tep, -1, "ftrace", "user_unwind_stack",
-				     user_unwind_stack_handler, NULL);
+	size_t i;
+
+	for (i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+		tep_unregister_event_handler(tep, -1, handlers[i].system, handlers[i].name,
+					     handlers[i].func, NULL);
 	call(NULL, "unload", "(K)", (unsigned long long)(unsigned long)tep, 0, 0);
 }

@@ -27,10 +27,9 @@ def _pct(n, total):
     return "%.1f%%" % (100.0 * n / total) if total else "-"
 
 
-def render(rep, title=None):
+def sections(rep):
+    """The report's tables as [(headers, rows)]: the text report and the HTML page draw the same."""
     out = []
-    if title:
-        out.append(title)
     total = rep.samples
     rows = [[STITCHED, rep.stitched, _pct(rep.stitched, total)],
             ["  of which after its stack was written", rep.stitched_after_stack,
@@ -39,34 +38,41 @@ def render(rep, title=None):
     for reason in sorted(rep.unmatched, key=lambda r: (REASONS.index(r) if r in REASONS else 99, r)):
         rows.append(["unmatched: " + reason, rep.unmatched[reason], _pct(rep.unmatched[reason], total)])
     rows.append(["samples", total, "" if rep.conserved() else "COUNTS DO NOT ADD UP"])
-    out.append(table(rows, ["outcome", "samples", "share"]))
+    out.append((["outcome", "samples", "share"], rows))
+    out.append((["deferred records", "count"],
+                [["deferred stacks", rep.deferred_records],
+                 ["  serving no sample (orphan)", rep.orphan_deferred],
+                 ["  duplicates of a cookie", rep.duplicate_deferred],
+                 ["  context markers dropped inside", rep.dropped_frames],
+                 ["lost-data notices (perf LOST/LOST_SAMPLES, ftrace missed events)", rep.lost_records],
+                 ["  events they say were lost", rep.lost_events],
+                 ["most samples pending at once", rep.max_pending]]))
     sr = rep.extra.get("sample_read")
-    if sr:      # perf's split of PERF_SAMPLE_READ records: why samples != SAMPLE records
-        out.append("(PERF_SAMPLE_READ: %d records, %d values read: %d samples, one per value as perf "
-                   "script shows them; not shown, as in perf: %d with period 0, %d of an unknown id)"
-                   % (sr["records"], sr["values"], sr["samples"], sr["zero_period"], sr["unknown_id"]))
-    out.append("")
-    out.append(table([["deferred stacks", rep.deferred_records],
-                      ["  serving no sample (orphan)", rep.orphan_deferred],
-                      ["  duplicates of a cookie", rep.duplicate_deferred],
-                      ["  context markers dropped inside", rep.dropped_frames],
-                      ["lost-data notices (perf LOST/LOST_SAMPLES, ftrace missed events)", rep.lost_records],
-                      ["  events they say were lost", rep.lost_events],
-                      ["most samples pending at once", rep.max_pending]], ["deferred records", "count"]))
+    if sr:      # why samples != SAMPLE records: perf script shows one sample per value read
+        out.append((["PERF_SAMPLE_READ (one sample per value read, as perf script)", "count"],
+                    [["SAMPLE records", sr["records"]], ["values read", sr["values"]],
+                     ["  samples", sr["samples"]], ["  not shown, as in perf: period 0", sr["zero_period"]],
+                     ["  not shown, as in perf: unknown id", sr["unknown_id"]]]))
     keys = [STITCHED, PASSED] + sorted({k for _c, cnt in rep.by_thread.values() for k in cnt}
                                       - {STITCHED, PASSED})
-    out.append("")
     rows = [[comm or "", tid] + [cnt.get(k, 0) for k in keys]
             for tid, (comm, cnt) in sorted(rep.by_thread.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))]
-    out.append(table(rows, ["comm", "tid"] + keys))
+    out.append((["comm", "tid"] + keys, rows))
     if any(cpu is not None for cpu in rep.by_cpu):
-        out.append("")
         rows = [[cpu] + [cnt.get(k, 0) for k in keys]
                 for cpu, cnt in sorted(rep.by_cpu.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))]
-        out.append(table(rows, ["cpu"] + keys))
+        out.append((["cpu"] + keys, rows))
     if rep.first_unmatched:
-        out.append("")
         rows = [["%d.%06d" % (t // 10**9, t % 10**9 // 1000) if t is not None else "-", tid,
                  "%#x" % c if c is not None else "-", r] for t, tid, c, r in rep.first_unmatched]
-        out.append(table(rows, ["first unmatched: time", "tid", "cookie", "reason"]))
-    return "\n".join(out) + "\n"
+        out.append((["first unmatched: time", "tid", "cookie", "reason"], rows))
+    return out
+
+
+def render(rep, title=None):
+    parts = [title] if title else []
+    if rep.error is not None:
+        parts.append("INCOMPLETE: the input stopped at %s; the counts are for what was read "
+                     "before it" % rep.error)
+    parts.append("\n\n".join(table(rows, headers) for headers, rows in sections(rep)))
+    return "\n".join(parts) + "\n"

@@ -16,7 +16,7 @@ from collections import Counter
 from ..abi import consts as C
 from ..abi.sample import _FIXED_AND_CHAIN
 from ..model import PASSED, REASONS, STITCHED
-from ..report import StitchReport
+from ..report import CORE_COUNTS, StitchReport
 from ..stitcher import DEFAULT_EXIT_GRACE
 from .reader import CHUNK, Record, _Decompressor
 from .sorter import DEFAULT_MAX_QUEUED
@@ -109,9 +109,8 @@ class EngineRun:
     def report(self):
         st = self.engine.state()
         r = StitchReport()
-        for k in ("samples", "stitched", "stitched_after_stack", "passed", "deferred_records",
-                  "duplicate_deferred", "orphan_deferred", "dropped_frames", "lost_records",
-                  "lost_events", "max_pending"):
+        r.source = "perf"
+        for k in CORE_COUNTS:
             setattr(r, k, st[k])
         r.first_unmatched = [(t, tid, c, KEYS[k]) for t, tid, c, k in st["first_unmatched"]]
         r.orphans = list(st["orphans"])

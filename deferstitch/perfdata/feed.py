@@ -79,6 +79,7 @@ class PerfFeed:
         self.on_resolved = getattr(out, "resolved", None)
         self.stitcher = Stitcher(self._resolved, max_pending)
         self.report = self.stitcher.report
+        self.report.source = "perf"
         self.window = window if window is not None else max(5 * max_pending, 1024)
         self.fifo = deque()        # (record or Sample) in time order, waiting for the head
         self.comms = {}            # tid -> comm
@@ -131,6 +132,7 @@ class PerfFeed:
                 self._push(rec)
         except FormatError as err:
             self.error = err
+            self.report.error = str(err)    # the report says it is of a part only
         st.finish()
         self._drain()
         self.report.extra.update(self._extra())

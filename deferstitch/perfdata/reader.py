@@ -152,6 +152,7 @@ class PerfData:
         self.features = {}            # feature bit -> raw payload bytes
         self.header = None
         self.feature_error = None     # damaged feature sections (file mode), reported at the end
+        self.warning = None           # the header does not cover the records (see _data_bounds)
         if self.pipe:
             self.data_start, self.data_end = PIPE_HEADER_SIZE, None
             return
@@ -172,7 +173,32 @@ class PerfData:
                 self._read_features(h)
             except FormatError as err:      # a cut file: its records still count, the
                 self.feature_error = err    # damage is reported where the records end
+        self._data_bounds(h)
+        if self._s.seekable:
             self._s.goto(self.data_start, "data section")
+
+    def _data_bounds(self, h):
+        """Where the records end when the header does not say it: perf record writes data.size
+        and the features after the data only when it stops, so a file it is still writing, or
+        that it never finished, says 0 (perf 7.2 then warns and reads nothing). When nothing
+        the header describes lies past the data (attrs, ids, or a feature table that reads),
+        a data.size of 0, or one that ends before the file does, gets a warning and the
+        records are read to the end of the file, as for a pipe."""
+        if self._meta_after_data or (h.features and self._s.seekable and self.feature_error is None):
+            return                      # a finished file: what follows the data is described
+        size = self._s.size
+        if h.data.size == 0:
+            self.warning = ("the header's data.size is 0 (perf record still writing, or killed): "
+                            "reading the records to the end of the file")
+        elif size is not None and self.data_end < size:
+            self.warning = ("the header's data.size (%d bytes) ends %d bytes before the file "
+                            "does, %s: reading the records to the end of the file"
+                            % (h.data.size, size - self.data_end,
+                               "and no feature table follows" if h.features else "with no features"))
+        else:
+            return
+        self.features, self.feature_error = {}, None     # what was read as features was records
+        self.data_end = size            # None through a pipe: records until its end
 
     # -- metadata ------------------------------------------------------------------------------
     @classmethod
@@ -230,6 +256,9 @@ class PerfData:
                 raise FormatError(self.path, h.attrs.offset + off + asz, "attr ids size %d is not a "
                                   "multiple of 8" % ids_size)
             entries.append((attr, ids_off, ids_size))
+        # attrs and ids after the data (where our writer puts them) fill the tail
+        self._meta_after_data = h.attrs.offset >= self.data_end or any(
+            off >= self.data_end for _a, off, size in entries if size)
         ids_of = {}
         for i in sorted(range(n), key=lambda i: entries[i][1]):   # forward order for a pipe
             _attr, ids_off, ids_size = entries[i]
@@ -306,7 +335,8 @@ class PerfData:
                 yield from decomp.feed(self, rec)
         if decomp is not None:
             decomp.finish(end if end is not None else s.pos)
-        if not self.pipe and not s.seekable and self.header.features and not self.features:
+        if not self.pipe and not s.seekable and self.header.features and not self.features \
+                and self.warning is None:
             try:                        # a file-mode perf.data through a pipe: features come last
                 self._read_features(self.header)
             except FormatError as err:
@@ -328,8 +358,9 @@ class PerfData:
             raise FormatError(path, at, "record size %d (type %s) is smaller than its header"
                               % (size, C.record_name(rtype)))
         if end is not None and at + size > end:
-            raise FormatError(path, at, "record %s of %d bytes runs past the data section end %#x"
-                              % (C.record_name(rtype), size, end))
+            raise FormatError(path, at, "record %s of %d bytes runs past the %s %#x"
+                              % (C.record_name(rtype), size, "end of the file" if end == s.size
+                                 else "data section end", end))
         data = s.read(size, "record %s of %d bytes" % (C.record_name(rtype), size))
         extra = b""
         if rtype == C.PERF_RECORD_AUXTRACE and size >= 16:

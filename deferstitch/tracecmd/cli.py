@@ -4,7 +4,10 @@ Usage:
   deferstitch trace report trace.dat [--json] [--fail-on-unmatched]
   deferstitch trace script trace.dat [--symfs DIR] [-o out.txt]
   deferstitch trace folded trace.dat > out.folded          (flamegraph.pl out.folded)
+  deferstitch trace flamegraph trace.dat -o out.html       (interactive; .svg too)
+  deferstitch trace report trace.dat --html report.html
   deferstitch trace trace.dat                              (= report)
+  deferstitch trace                                        (= report ./trace.dat)
 
 Deferred user stacks (ftrace option userstacktrace_delay) are stitched by the shared core; the
 synchronous user stacks of today's kernels (trace-cmd record -O userstacktrace) are paired with
@@ -13,14 +16,15 @@ their events the same way, so the outputs are the same either way.
 import json
 import sys
 
-from ..errors import DeferstitchError
+from ..errors import DeferstitchError, FormatError
+from ..model import STITCHED
 from ..output.tables import render
 from ..stitcher import DEFAULT_MAX_PENDING
 from .bridge import Trace
-from .outputs import Folded, Namer, Script
+from .outputs import Flame, Folded, Namer, Script
 from .reader import FtraceFeed
 
-COMMANDS = ("report", "script", "folded")
+COMMANDS = ("report", "script", "folded", "flamegraph")
 
 
 def _open_out(path):
@@ -32,36 +36,99 @@ def run_feed(path, out=None, max_pending=DEFAULT_MAX_PENDING, resolved=None, sta
     with Trace(path) as trace:
         feed = FtraceFeed(resolved=resolved, sample=out.sample if out else None, stack=stack,
                           max_pending=max_pending, long_size=trace.long_size)
-        feed.run(trace)
+        _feed(feed, trace)
         if out is not None:
             out.close()
         return feed.report, trace
 
 
+def _feed(feed, trace):
+    """Run the feed over the trace. At damage inside, what was read before it is still
+    stitched and reported (``report.error`` says where it stopped); the error is returned."""
+    try:
+        feed.run(trace)
+    except FormatError as err:
+        feed.finish()
+        feed.report.error = str(err)
+        return err
+    return None
+
+
 def cmd_trace(args):
     cmd, path = _split(args.what)
     if cmd == "report":
-        rep, _t = run_feed(path, max_pending=args.max_pending)
+        title = "%s: deferred user stack stitching (ftrace)" % path
+        if args.html:
+            from ..output.report_page import Timeline, page
+            timeline = Timeline()
+            rep = _report(path, args, timeline)
+            f = _open_out(args.html)
+            f.write(page(rep, timeline, title))
+            f.flush()
+        else:
+            rep = _report(path, args)
         if args.json:
             print(json.dumps(rep.to_json(), indent=1))
         else:
-            sys.stdout.write(render(rep, "%s: deferred user stack stitching (ftrace)" % path))
+            sys.stdout.write(render(rep, title))
+            unnamed = rep.extra.get("unnamed_user_frames")
+            if unnamed:
+                sys.stdout.write("\nuser frames left unnamed (printed as path+0xoffset): %d (%s)\n" % (
+                    sum(unnamed.values()), ", ".join("%s: %d" % kv for kv in unnamed.items())))
+        if rep.error is not None:           # printed above for what was read; exit 2
+            raise DeferstitchError(rep.error)
         return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
     f = _open_out(args.output)
     with Trace(path) as trace:
         namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols)
-        out = Script(f, namer, args.max_stack) if cmd == "script" else Folded(f, namer)
+        if cmd == "flamegraph":
+            out = Flame(f, namer, args.output, title=args.title or "Flame Graph: %s" % path,
+                        width=args.width, inverted=args.inverted)
+        else:
+            out = Script(f, namer, args.max_stack) if cmd == "script" else Folded(f, namer)
         feed = FtraceFeed(sample=out.sample, max_pending=args.max_pending, long_size=trace.long_size)
-        feed.run(trace)
+        namer.recorded = feed.paths
+        err = _feed(feed, trace)
         out.close()
     f.flush()
+    if err is not None:                     # the good part is written; exit 2
+        raise err
     return 0
+
+
+def _report(path, args, timeline=None):
+    """The report of a trace.dat, with the user frames that would stay unnamed (see Namer)
+    counted by reason; ``timeline`` (report --html) gets the samples and missed-event marks."""
+    with Trace(path) as trace:
+        namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols)
+
+        def resolved(s):
+            if s.outcome == STITCHED:
+                for where, off in s.user:
+                    namer.user(where, off)
+
+        def sample(s):
+            timeline.add(s.time, s.cpu, s.tid, s.comm, s.outcome if s.reason is None else s.reason)
+
+        def watched():
+            for ev in trace:
+                if ev.missed:
+                    timeline.lost_notice(ev.ts)
+                yield ev
+        feed = FtraceFeed(resolved=resolved, sample=sample if timeline is not None else None,
+                          max_pending=args.max_pending, long_size=trace.long_size)
+        namer.recorded = feed.paths
+        _feed(feed, watched() if timeline is not None else trace)
+    feed.report.extra["unnamed_user_frames"] = dict(sorted(namer.unnamed.items()))
+    return feed.report
 
 
 def _split(what):
     """(command, file) from ``report FILE``, ``FILE report`` or ``FILE``."""
-    if not what or len(what) > 2:
-        raise DeferstitchError("usage: deferstitch trace {report,script,folded} FILE.dat")
+    if not what:
+        return "report", "trace.dat"
+    if len(what) > 2:
+        raise DeferstitchError("usage: deferstitch trace {%s} FILE.dat" % ",".join(COMMANDS))
     if len(what) == 1:
         return (what[0], "trace.dat") if what[0] in COMMANDS else ("report", what[0])
     a, b = what
@@ -75,11 +142,11 @@ def _split(what):
 def register(sub):
     """Add the ``trace`` subcommand to the main parser's subparsers."""
     sp = sub.add_parser("trace", help="the same outputs for a trace-cmd trace.dat (ftrace)",
-                        usage="deferstitch trace {report,script,folded} FILE.dat [options]",
+                        usage="deferstitch trace {report,script,folded,flamegraph} FILE.dat [options]",
                         description=__doc__.split("\n")[0].replace("``", ""),
                         epilog=__doc__.split("\n", 2)[2],
                         formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
-    sp.add_argument("what", nargs="+", metavar="{report,script,folded} FILE.dat",
+    sp.add_argument("what", nargs="*", metavar="{report,script,folded,flamegraph} FILE.dat",
                     help="what to print (default report) and the trace.dat (default ./trace.dat)")
     sp.add_argument("--max-pending", type=int, default=DEFAULT_MAX_PENDING, metavar="N",
                     help="events waiting for their stack at most (default %(default)d); the oldest "
@@ -87,8 +154,15 @@ def register(sub):
     sp.add_argument("--json", action="store_true", help="report: one JSON object")
     sp.add_argument("--fail-on-unmatched", action="store_true",
                     help="report: exit 1 if any event is unmatched")
-    sp.add_argument("-o", "--output", help="script/folded: output file (default or -: stdout)")
-    sp.add_argument("--symfs", metavar="DIR", help="look for user binaries under DIR")
+    sp.add_argument("--html", metavar="OUT.html",
+                    help="report: also write it as a page (tables, a bar per reason, a timeline)")
+    sp.add_argument("--title", help="flamegraph: the title (default: Flame Graph: FILE)")
+    sp.add_argument("--width", type=int, default=1200, help="flamegraph: width in pixels")
+    sp.add_argument("--inverted", action="store_true", help="flamegraph: an icicle graph")
+    sp.add_argument("-o", "--output", help="script/folded/flamegraph: output file (default or -: "
+                    "stdout; flamegraph: .svg for SVG, else HTML)")
+    sp.add_argument("--symfs", metavar="DIR", help="user binaries under DIR are the traced ones (else only a file "
+                    "here with the recorded inode and dev names frames)")
     sp.add_argument("--no-symbols", action="store_true", help="raw addresses and offsets, no names")
     sp.add_argument("--max-stack", type=int, default=127, help="script: frames per event")
     sp.set_defaults(func=cmd_trace)

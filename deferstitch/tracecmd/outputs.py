@@ -8,6 +8,7 @@ Frames of an ftrace sample, innermost first:
             (None, address)      from the synchronous user_stack: no file known
 """
 import os
+from collections import Counter
 
 from ..model import UNMATCHED
 from ..symbols.elf import ElfError, ElfSymbols
@@ -17,11 +18,17 @@ KERNEL_DSO = "[kernel.kallsyms]"
 
 
 class Namer:
-    """Names frames: kernel through the trace's kallsyms, user files through their ELF symbols."""
+    """Names frames: kernel through the trace's kallsyms, user files through their ELF symbols,
+    but only from the file that was traced: a file under ``--symfs`` (the user vouches for it),
+    or the file at that path here if its (inode, dev) are the ones inode_cache recorded. Any
+    other file at that path may be another build: its frames stay ``path+0xoffset`` and
+    ``unnamed`` counts them by reason."""
 
     def __init__(self, trace=None, symfs=None, symbols=True):
         self.trace, self.symfs, self.symbols = trace, symfs, symbols
-        self._elf = {}
+        self.recorded = {}          # (inode, dev) -> path: the feed's inode_cache (FtraceFeed.paths)
+        self.unnamed = Counter()    # reason -> user frames left without a name
+        self._elf = {}              # path -> ElfSymbols, or why there is none
 
     def kernel(self, addr):
         """(sym or None, dso)."""
@@ -32,22 +39,46 @@ class Namer:
         """(sym or None, symoff, dso)."""
         if path is None or path.startswith("["):
             return None, 0, path or UNKNOWN
-        elf = self._elf_for(path) if self.symbols else None
-        hit = elf.find(off) if elf is not None else None
+        if not self.symbols:
+            return None, 0, path
+        elf = self._elf_for(path)
+        if isinstance(elf, str):
+            self.unnamed[elf] += 1
+            return None, 0, path
+        hit = elf.find(off)
         if hit is None:
+            self.unnamed["no symbol covers the offset"] += 1
             return None, 0, path
         return hit[0], hit[1], path
 
     def _elf_for(self, path):
-        if path in self._elf:
-            return self._elf[path]
-        full = os.path.join(self.symfs, path.lstrip("/")) if self.symfs else path
-        try:
-            elf = ElfSymbols(full)
-        except (OSError, ElfError, ValueError):
-            elf = None
-        self._elf[path] = elf
+        elf = self._elf.get(path)
+        if elf is None:
+            full, why = self._traced_file(path)
+            if why is None:
+                try:
+                    elf = ElfSymbols(full)
+                except (OSError, ElfError, ValueError):
+                    why = "not an ELF file"
+            self._elf[path] = elf = why if why is not None else elf
         return elf
+
+    def _traced_file(self, path):
+        """(the file to read, None) when it is the traced one, else (None, why not)."""
+        if self.symfs:
+            full = os.path.join(self.symfs, path.lstrip("/"))
+            if os.path.isfile(full):
+                return full, None
+        ids = {(key, dev) for (key, dev), p in self.recorded.items() if p == path and dev is not None}
+        if not ids:
+            return None, "no inode and dev recorded for the path"
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None, "not found here" + (" nor under --symfs" if self.symfs else "")
+        if (st.st_ino, st.st_dev) not in {(key, os.makedev(dev >> 20, dev & 0xFFFFF)) for key, dev in ids}:
+            return None, "another file at that path (inode or dev differ from the traced one)"
+        return path, None
 
     def frames(self, s):
         """[(number, sym, symoff, dso)] innermost first: the number printed is the kernel address,
@@ -119,6 +150,40 @@ class Folded:
     def close(self):
         for key in sorted(self.stacks):
             self.f.write("%s %d\n" % (key, self.stacks[key]))
+
+
+class Flame:
+    """A flame graph of ftrace samples (output/flamegraph.py): kernel frames by their dso, the
+    lost-stack frame by its name, the rest user frames; the event's comm at the root."""
+
+    def __init__(self, f, namer, path=None, **kw):
+        from ..output.flamegraph import FlameTree
+        self.f, self.namer, self.path, self.kw = f, namer, path, kw
+        self.tree = FlameTree()
+
+    def sample(self, s):
+        from ..output.flamegraph import COMM, KERNEL, LOST, USER
+        frames = [((s.comm or "<...>").replace(" ", "_"), COMM)]
+        for n, sym, _o, dso in reversed(self.namer.frames(s)):
+            kind = KERNEL if dso == KERNEL_DSO else LOST if n == 0 and (sym or "").startswith(
+                "[user stack lost") else USER
+            frames.append((frame_name(sym, dso, n), kind))
+        self.tree.add(frames, 1, s.after_stack)
+
+    def close(self):
+        from ..output.flamegraph import write
+        write(self.f, self.tree, self.path, **self.kw)
+
+
+def user_stack_text(ev, namer, frames):
+    """A user_unwind_stack as trace-cmd prints the kernel's user_stack: its cookie, then a frame a
+    line (``=> sym+0xoff (path)``, or ``=> path+0xoffset`` where no name is given)."""
+    lines = ["cookie=%#x <user stack trace>" % ev.get("cookie", 0)]
+    for path, off in frames:
+        sym, symoff, dso = namer.user(path, off)
+        lines.append("=> %s (%s)" % (sym_text(sym, symoff), dso) if sym is not None
+                     else "=> %s+%#x" % (dso, off))
+    return "\n".join(lines)
 
 
 def stack_block(namer, served):

@@ -1,9 +1,13 @@
 """What tracecmd_plugin/plugin_deferstitch.so calls inside ``trace-cmd report``: thin, stdlib only.
 
     load(tep)             the plugin was loaded for a trace.dat being opened: note which file
-    stack(tep, cpu, off)  trace-cmd prints a user_unwind_stack: the stitched stacks it served
-                          (found by cpu and record offset, which report's --ts-offset and
-                          friends do not change)
+    stack(tep, cpu, off)  trace-cmd prints a user_unwind_stack: the stack itself, a frame a line
+                          (``=> path+0xoffset``, as the kernel's user_stack prints), then the
+                          stitched stacks it served (found by cpu and record offset, which
+                          report's --ts-offset and friends do not change)
+    cookie(tep, cpu, off) trace-cmd prints a user_unwind_cookie: the stitched stack of the event
+                          it follows when that stack was written before it (stitched after its
+                          stack), so that every stitched event gets its stack printed once
     unload(tep)           trace-cmd is done: the summary of unmatched events
 
 The plugin sees only the events trace-cmd prints, one by one, and libtraceevent gives a plugin
@@ -26,26 +30,42 @@ _state = {}        # tep address -> _Trace
 class _Trace:
     def __init__(self, path):
         self.path = path
-        self.blocks = None          # (cpu, offset) -> text printed under that user_unwind_stack
+        self.blocks = None          # (cpu, offset) -> text printed for that user_unwind_stack
+        self.after = None           # (cpu, offset) -> text printed under that user_unwind_cookie
         self.report = None
         self.error = None
 
     def run(self):
         if self.blocks is not None:
             return
-        self.blocks = {}
+        self.blocks, self.after = {}, {}
         from .bridge import Trace
-        from .outputs import Namer, stack_block
+        from .outputs import Namer, stack_block, user_stack_text
         from .reader import FtraceFeed
         try:
             with Trace(self.path, probe=False) as trace:   # trace-cmd opened it already
                 namer = Namer(trace)
+                now = [None]            # the event being fed
 
-                def on_stack(ev, served):
+                def on_stack(ev, served, frames):
+                    text = user_stack_text(ev, namer, frames)
                     if served:
-                        self.blocks[(ev.cpu, ev.offset)] = stack_block(namer, served)
-                feed = FtraceFeed(stack=on_stack, long_size=trace.long_size)
-                self.report = feed.run(trace)
+                        text += "\n" + stack_block(namer, served)
+                    self.blocks[(ev.cpu, ev.offset)] = text
+
+                def on_resolved(s):     # at its cookie, when its stack was written already
+                    ev = now[0]
+                    if s.after_stack and s.outcome == "stitched" and ev is not None \
+                            and ev.name == "user_unwind_cookie":
+                        self.after[(ev.cpu, ev.offset)] = stack_block(namer, [s])
+
+                def events():
+                    for ev in trace:
+                        now[0] = ev
+                        yield ev
+                feed = FtraceFeed(stack=on_stack, resolved=on_resolved, long_size=trace.long_size)
+                namer.recorded = feed.paths
+                self.report = feed.run(events())
         except Exception as err:          # never take trace-cmd down with us
             self.error = "%s: %s" % (type(err).__name__, err)
 
@@ -86,6 +106,15 @@ def stack(tep, cpu, offset):
         return ""
     t.run()
     block = t.blocks.get((cpu, offset))
+    return block or ""
+
+
+def cookie(tep, cpu, offset):
+    t = _state.get(tep)
+    if t is None:
+        return ""
+    t.run()
+    block = t.after.get((cpu, offset))
     return "\n" + block if block else ""
 
 

@@ -71,14 +71,15 @@ class Pending:
 
 class FtraceFeed:
     """Drive a Stitcher from ftrace events. ``resolved(sample)`` is called the moment a sample's
-    outcome is final (at its user_unwind_stack for stitched ones); ``stack(ev, stitched)`` at
-    each user_unwind_stack with the samples it served; ``sample(sample)`` in time order."""
+    outcome is final (at its user_unwind_stack for stitched ones); ``stack(ev, stitched, frames)``
+    at each user_unwind_stack with the samples it served and its (path, offset) frames; ``sample(sample)`` in time order."""
 
     def __init__(self, resolved=None, sample=None, stack=None, max_pending=DEFAULT_MAX_PENDING,
                  exit_grace=DEFAULT_EXIT_GRACE, long_size=8):
         self.on_resolved, self.on_sample, self.on_stack = resolved, sample, stack
         self.stitcher = Stitcher(self._resolved, max_pending, exit_grace=exit_grace)
         self.report = self.stitcher.report
+        self.report.source = "ftrace"
         self.no_vma = (1 << (8 * long_size)) - 1
         self.open = {}              # cpu -> [Pending], oldest first (at most MAX_NEST)
         self.paths = {}             # (inode or hash, dev or None) -> path
@@ -219,7 +220,7 @@ class FtraceFeed:
         self.stitcher.deferred(DeferredStack(pid, pid, ev["cookie"], ev.ts, tuple(frames)))
         served, self.served = self.served, None
         if self.on_stack is not None:
-            self.on_stack(ev, served)
+            self.on_stack(ev, served, frames)
         self._drain()
 
     def _path(self, key, dev):

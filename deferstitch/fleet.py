@@ -1,0 +1,258 @@
+"""``deferstitch fleet``: many perf.data files into one profile and one report, on Dask.
+
+    INPUTS --expand--> paths --client.map(stitch_input)--> per input, in a worker:
+                                 (report row, report JSON, {(comm, frame keys): weight})
+           --combine(), 8 at a time, a tree of Dask tasks--> one part
+           --StackNamer on the client, once per distinct frame key--> folded / pprof / speedscope
+
+Each input is read where it lies (a path every worker sees, or an fsspec URL), and only small
+things travel: counts per stack of addresses keyed by build id + offset (output/address_stacks.py)
+and the file's report. Names are given after the reduction, so each symbol file is read once.
+A bad input costs only itself: it is listed with its one-line error and none of its samples
+count. Dask retries the task of a worker that dies; a task's result is all or nothing, so nothing
+is counted twice. Without ``--scheduler`` an embedded LocalCluster runs one process per core.
+"""
+import argparse
+import glob
+import os
+import shutil
+import sys
+import tempfile
+from collections import Counter
+
+from . import __version__, pipeline
+from .abi import consts as C
+from .errors import DeferstitchError
+from .output.address_stacks import AddressStacks, StackNamer
+from .perfdata.reader import PerfData
+from .report import KEEP_FIRST
+
+FAN_IN = 8          # parts combined per task of the reduction tree
+
+
+def expand(inputs):
+    """Files, directories (every file below, sorted), globs, and fsspec URLs (globs allowed)."""
+    out = []
+    for item in inputs:
+        if "://" in item and not item.startswith("file://"):
+            import fsspec
+            fs, _token, paths = fsspec.get_fs_token_paths(item)
+            proto = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+            out.extend(p if "://" in p else "%s://%s" % (proto, p) for p in paths)
+            continue
+        item = item[len("file://"):] if item.startswith("file://") else item
+        if os.path.isdir(item):
+            for root, _dirs, files in sorted(os.walk(item)):
+                out.extend(os.path.join(root, f) for f in sorted(files))
+        elif glob.has_magic(item):
+            out.extend(sorted(p for p in glob.glob(item, recursive=True) if os.path.isfile(p)))
+        else:
+            out.append(item)         # a missing file is that input's own error
+    return out
+
+
+def _local(path):
+    """(a local path to read, a temporary directory to remove or None): URLs are fetched."""
+    if "://" not in path:
+        return path, None
+    import fsspec
+    tmp = tempfile.mkdtemp(prefix="deferstitch-fleet-")
+    local = os.path.join(tmp, "input.data")
+    with fsspec.open(path, "rb") as src, open(local, "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    return local, tmp
+
+
+def stitch_input(path, opts):
+    """One input, in a worker: the part ([row], report JSON or None, stacks) of combine()."""
+    row = {"path": path, "hostname": None, "samples": 0, "stitched": 0, "passed": 0,
+           "unmatched": {}, "error": None}
+    out = []
+    tmp = None
+    try:
+        local, tmp = _local(path)
+        perf = PerfData.open(local)
+        row["hostname"] = perf.feature(C.FEATURE_IDS["HOSTNAME"])
+        if opts["symbols"]:
+            ks = opts["kallsyms"] or ("osrelease", perf.feature(C.FEATURE_IDS["OSRELEASE"]))
+        else:
+            ks = None
+        args = argparse.Namespace(input=local, quiet=True, max_pending=opts["max_pending"],
+                                  no_symbols=True, kallsyms=None, symfs=None, buildid_dir=None)
+
+        def make(_perf, ctx):
+            out.append(AddressStacks(ctx, opts["symbols"], ks, opts["weight"]))
+            return out[-1]
+        rep, _o = pipeline.run(args, make, symbols=True, perf=perf)
+    except (DeferstitchError, OSError, ValueError) as err:
+        row["error"] = str(err).splitlines()[0] if str(err) else type(err).__name__
+        return [row], None, Counter()
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    js = rep.to_json()
+    row.update(samples=rep.samples, stitched=rep.stitched, passed=rep.passed,
+               unmatched=dict(rep.unmatched))
+    return [row], js, out[-1].stacks
+
+
+def merge_json(a, b):
+    """Totals of two report JSONs: numbers summed (``max_*`` keys: the larger; ``version`` kept), objects merged
+    key by key (``by_thread`` and ``by_cpu`` add up by tid and cpu number across inputs), lists
+    joined up to their first KEEP_FIRST, flags and-ed, anything else kept from the first."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    out = dict(a)
+    for k, v in b.items():
+        if k not in out:
+            out[k] = v
+            continue
+        w = out[k]
+        if k == "version":
+            continue
+        if isinstance(v, bool) or isinstance(w, bool):
+            out[k] = bool(w) and bool(v)
+        elif isinstance(v, (int, float)) and isinstance(w, (int, float)):
+            out[k] = max(w, v) if k.startswith("max_") or k == "max_pending" else w + v
+        elif isinstance(v, dict) and isinstance(w, dict):
+            out[k] = merge_json(w, v)
+        elif isinstance(v, list) and isinstance(w, list):
+            out[k] = (w + v)[:KEEP_FIRST]
+    return out
+
+
+def combine(*parts):
+    """One part from several: rows joined, report JSONs merged, stacks summed."""
+    rows, js, stacks = [], None, Counter()
+    for p_rows, p_js, p_stacks in parts:
+        rows.extend(p_rows)
+        js = merge_json(js, p_js)
+        stacks.update(p_stacks)
+    return rows, js, stacks
+
+
+def _client(args):
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise DeferstitchError("fleet needs Dask: pip install 'deferstitch[fleet]'") from None
+    if args.scheduler:
+        return Client(args.scheduler, timeout="20s"), None
+    cluster = LocalCluster(n_workers=args.workers or os.cpu_count() or 1, threads_per_worker=1,
+                           processes=True, dashboard_address=":8787" if args.dashboard else None)
+    return Client(cluster), cluster
+
+
+def run(args):
+    """The whole fleet command: returns the exit status."""
+    paths = expand(args.inputs)
+    if not paths:
+        raise DeferstitchError("fleet: no inputs in %s" % " ".join(args.inputs))
+    if args.output in (None, "-") and args.format == "pprof" and sys.stdout.isatty():
+        raise DeferstitchError("refusing to write a gzip'd profile to a terminal: give -o FILE")
+    opts = {"symbols": not args.no_symbols, "kallsyms": args.kallsyms, "weight": args.weight,
+            "max_pending": args.max_pending}
+    client, cluster = _client(args)
+    try:
+        from dask.distributed import as_completed
+        leaves = client.map(stitch_input, paths, opts=opts, pure=False)
+        level = leaves
+        while len(level) > 1:
+            level = [client.submit(combine, *level[i:i + FAN_IN], pure=False)
+                     for i in range(0, len(level), FAN_IN)]
+        for done, fut in enumerate(as_completed(leaves), 1):
+            if args.verbose:
+                sys.stderr.write("fleet: %d/%d inputs done\n" % (done, len(paths)))
+                sys.stderr.flush()
+        rows, totals, stacks = combine(level[0].result())
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    namer = StackNamer(symfs=args.symfs, buildid_dir=args.buildid_dir)
+    lines = namer.folded(_with_kallsyms(stacks))
+    _write(args, lines)
+    bad = [r for r in rows if r["error"]]
+    report = {"version": 1, "deferstitch": __version__, "inputs": rows,
+              "totals": totals or {}, "bad_inputs": len(bad)}
+    if args.report:
+        import json
+        with open(args.report, "w") as f:
+            json.dump(report, f, indent=1, default=str)
+            f.write("\n")
+    if not args.quiet:
+        t = totals or {}
+        sys.stderr.write("deferstitch fleet: %d inputs (%d bad), %d samples: %d stitched, %d passed, "
+                         "%d unmatched\n" % (len(rows), len(bad), t.get("samples", 0), t.get("stitched", 0),
+                                             t.get("passed", 0), sum(t.get("unmatched", {}).values())))
+        for r in bad:
+            sys.stderr.write("deferstitch fleet: %s\n" % (r["error"] if r["path"] in r["error"] else "%s: %s" % (r["path"], r["error"])))
+    return 2 if bad and args.strict else 0
+
+
+def _with_kallsyms(stacks):
+    """Kernel keys made with the default kallsyms rule get /proc/kallsyms when the recording is of
+    the kernel running here (as ``folded`` decides per file), else no kallsyms."""
+    here = os.uname().release
+    readable = os.access("/proc/kallsyms", os.R_OK)
+    out = Counter()
+    for (comm, keys), w in stacks.items():
+        fixed = tuple(_default_ks(k, here, readable) for k in keys)
+        out[(comm, fixed)] += w
+    return out
+
+
+def _default_ks(key, here, readable):
+    if key[0] == "k" and isinstance(key[1], tuple):
+        return ("k", "/proc/kallsyms" if key[1][1] == here and readable else None) + key[2:]
+    return key
+
+
+def _write(args, lines):
+    from .output.named_stacks import write_folded, write_pprof, write_speedscope
+    binary = args.format == "pprof"
+    to_stdout = args.output in (None, "-")
+    f = (sys.stdout.buffer if binary else sys.stdout) if to_stdout else open(args.output, "wb" if binary else "w")
+    try:
+        if args.format == "folded":
+            write_folded(f, lines)
+        elif args.format == "speedscope":
+            write_speedscope(f, lines, "fleet of %d inputs" % len(args.inputs),
+                             "nanoseconds" if args.weight == "period" else "none")
+        else:
+            write_pprof(f, lines, ("cpu", "nanoseconds") if args.weight == "period" else ("samples", "count"))
+    finally:
+        if not to_stdout:
+            f.close()
+        else:
+            f.flush()
+
+
+def register(sub, symbol_options):
+    """Add ``fleet`` to the main parser's subparsers."""
+    from .stitcher import DEFAULT_MAX_PENDING
+    sp = sub.add_parser("fleet", help="many perf.data files into one profile and one report (Dask)",
+                        description=__doc__.split("\n")[0].replace("``", ""))
+    sp.add_argument("inputs", nargs="+", metavar="INPUT",
+                    help="perf.data files, directories, globs, or fsspec URLs the workers can open")
+    sp.add_argument("-o", "--output", help="the profile (default or -: stdout)")
+    sp.add_argument("--format", choices=("folded", "pprof", "speedscope"), default="folded",
+                    help="the profile's format (default folded)")
+    sp.add_argument("--report", metavar="REPORT.json",
+                    help="a row per input (path, hostname, counts, error) and totals as report --json")
+    sp.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                    help="join this Dask scheduler (default: an embedded LocalCluster)")
+    sp.add_argument("--workers", type=int, metavar="N", help="LocalCluster processes (default: one per core)")
+    sp.add_argument("--dashboard", action="store_true", help="LocalCluster: serve Dask's dashboard on :8787")
+    sp.add_argument("--weight", choices=("samples", "period"), default="samples",
+                    help="count samples or sum their periods")
+    sp.add_argument("--strict", action="store_true", help="exit 2 if any input is bad")
+    sp.add_argument("--max-pending", type=int, default=DEFAULT_MAX_PENDING, metavar="N",
+                    help="per input: samples waiting for their stack at most (default %(default)d)")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    sp.add_argument("-v", "--verbose", action="store_true", help="a line on stderr as each input is done")
+    symbol_options(sp)
+    sp.set_defaults(func=run)
+    return sp

@@ -1,0 +1,216 @@
+"""Flame graphs: one self-contained HTML or SVG file, interactive, that loads nothing.
+
+    samples --add(frames root first, weight)--> FlameTree --page()--> .html / .svg
+
+Each frame is an SVG ``<g class="frame">`` carrying its full name (``data-name``, ``<title>``,
+``aria-label``), its samples and share: a search, a screen reader and a test read the same
+thing. Kernel and user frames have colours of their own; a sample whose user stack could not be
+stitched ends, where its user part would be, in a frame ``[user stack lost: REASON]`` of a third
+colour, so a loss shows where it happened. flamegraph.js zooms (click), resets, searches (the
+share matched) and shows a frame's details; it is the same script in both formats.
+"""
+import html
+import os
+import zlib
+
+from ..abi.consts import PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER
+from ..model import STITCHED, UNMATCHED
+from .folded import frame_name
+from .frames import StackCache, sample_ips, weight
+
+KERNEL, USER, LOST, COMM = "kernel", "user", "lost", "comm"
+FRAME_HEIGHT = 16
+MIN_WIDTH_PX = 0.1          # narrower frames are left out, as flamegraph.pl's --minwidth
+SCRIPT = os.path.join(os.path.dirname(__file__), "flamegraph.js")
+
+
+def lost_frame(reason):
+    return ("[user stack lost: %s]" % reason, LOST)
+
+
+class Node:
+    __slots__ = ("name", "kind", "value", "after", "children")
+
+    def __init__(self, name, kind):
+        self.name, self.kind = name, kind
+        self.value = self.after = 0
+        self.children = {}
+
+
+class FlameTree:
+    """Counts stacks as a tree: the root ``all``, then each sample's frames, root first."""
+
+    def __init__(self):
+        self.root = Node("all", "root")
+
+    def add(self, frames, w=1, after_stack=False):
+        """``frames``: [(name, kind)] outermost first; ``after_stack``: a sample stitched after
+        its entry's stack was written (shown in the details of each of its frames)."""
+        node = self.root
+        node.value += w
+        node.after += after_stack
+        for key in frames:
+            child = node.children.get(key)
+            if child is None:
+                child = node.children[key] = Node(*key)
+            child.value += w
+            child.after += after_stack
+            node = child
+
+
+def _colour(name, kind):
+    """Warm (flamegraph.pl's "hot") for user code, aqua for the kernel, violet for lost user stacks."""
+    v = zlib.crc32(name.encode()) & 0xFFFF
+    a, b = v & 0xFF, v >> 8
+    if kind == KERNEL:
+        return "rgb(%d,%d,%d)" % (40 + a % 50, 170 + b % 50, 160 + a % 50)
+    if kind == LOST:
+        return "rgb(%d,%d,%d)" % (120 + a % 30, 90 + b % 30, 235)
+    if kind in (COMM, "root"):
+        return "rgb(%d,%d,%d)" % (190 + a % 30, 190 + a % 30, 170 + b % 30)
+    return "rgb(%d,%d,%d)" % (205 + a % 50, 60 + b % 120, 40 + a % 40)
+
+
+def _frames(tree, width, inverted):
+    """(x, width, depth, node) of each frame wide enough to draw; the depth of the tree."""
+    total = tree.root.value or 1
+    scale = width / total
+    out, depth = [], 0
+    stack = [(tree.root, 0.0, 0)]
+    while stack:
+        node, x, d = stack.pop()
+        out.append((x, node.value * scale, d, node))
+        depth = max(depth, d)
+        cx = x
+        for child in sorted(node.children.values(), key=lambda n: (n.name, n.kind)):
+            w = child.value * scale
+            if w >= MIN_WIDTH_PX:
+                stack.append((child, cx, d + 1))
+            cx += w
+    return out, depth + 1
+
+
+def svg(tree, title="Flame Graph", width=1200, inverted=False, unit="samples", standalone=True):
+    """The flame graph as SVG text (``standalone``: with its XML prolog, script and controls)."""
+    frames, depth = _frames(tree, width, inverted)
+    top, bottom = 60, 34
+    height = top + depth * FRAME_HEIGHT + bottom
+    total = tree.root.value or 1
+    esc = html.escape
+    out = []
+    if standalone:
+        out.append('<?xml version="1.0" standalone="no"?>\n')
+    out.append('<svg version="1.1" id="flamegraph" width="%d" height="%d" viewBox="0 0 %d %d" '
+               'xmlns="http://www.w3.org/2000/svg" data-total="%d" data-unit="%s" data-inverted="%d" '
+               'role="img" aria-label="%s">\n' % (width, height, width, height, total, esc(unit),
+                                                  int(inverted), esc(title)))
+    out.append(STYLE)
+    out.append('<rect x="0" y="0" width="100%%" height="100%%" fill="#f8f8f4"/>\n'
+               '<text id="fg-title" x="%d" y="24" text-anchor="middle" font-size="17">%s</text>\n'
+               % (width // 2, esc(title)))
+    if standalone:
+        out.append('<text id="fg-reset" x="10" y="24" class="button" style="opacity:0">Reset Zoom</text>\n'
+                   '<text id="fg-search" x="%d" y="24" class="button" text-anchor="end">Search</text>\n'
+                   % (width - 10))
+    out.append('<text id="fg-matched" x="%d" y="%d" text-anchor="end"></text>\n'
+               '<text id="fg-details" x="10" y="%d"> </text>\n'
+               % (width - 10, height - 12, height - 12))
+    out.append('<g id="frames" font-family="Verdana, sans-serif" font-size="12">\n')
+    for x, w, d, node in frames:
+        y = (top + d * FRAME_HEIGHT) if inverted else (height - bottom - (d + 1) * FRAME_HEIGHT)
+        share = 100.0 * node.value / total
+        label = "%s (%s %s, %.2f%%%s)" % (node.name, format(node.value, ","), unit, share,
+                                          ", %d stitched after their stack" % node.after if node.after else "")
+        out.append('<g class="frame %s" data-name="%s" data-kind="%s" data-value="%d" data-after="%d" '
+                   'data-x="%.3f" data-w="%.3f" data-d="%d" aria-label="%s"><title>%s</title>'
+                   '<rect x="%.1f" y="%d" width="%.1f" height="%d" rx="2" fill="%s"/>'
+                   '<text x="%.1f" y="%d"></text></g>\n'
+                   % (node.kind, esc(node.name), node.kind, node.value, node.after, x, w, d,
+                      esc(label), esc(label), x, y, max(w - 0.5, 0.1), FRAME_HEIGHT - 1,
+                      _colour(node.name, node.kind), x + 3, y + FRAME_HEIGHT - 4))
+    out.append('</g>\n')
+    if standalone:
+        with open(SCRIPT) as f:
+            out.append('<script type="text/ecmascript"><![CDATA[\n%s\n]]></script>\n' % f.read())
+    out.append('</svg>\n')
+    return "".join(out)
+
+
+STYLE = ("<style>.frame{cursor:pointer}.frame:hover rect{stroke:#000;stroke-width:0.5}"
+         ".frame.hidden{display:none}.frame.parent rect{opacity:0.6}.frame.match rect{fill:rgb(230,0,230)}"
+         "text{pointer-events:none;font-family:Verdana,sans-serif;font-size:12px}"
+         ".button{cursor:pointer;pointer-events:all;fill:#336}</style>\n")
+LEGEND = ((USER, "user"), (KERNEL, "kernel"), (LOST, "user stack lost"))
+
+
+def page(tree, title="Flame Graph", width=1200, inverted=False, unit="samples"):
+    """The flame graph in an HTML page: the SVG inline, a search box, buttons and a tooltip."""
+    esc = html.escape
+    with open(SCRIPT) as f:
+        script = f.read()
+    legend = "".join('<span class="key"><span class="swatch" style="background:%s"></span>%s</span>'
+                     % (_colour("legend", kind), text) for kind, text in LEGEND)
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>%s</title>\n"
+            "<style>body{font-family:Verdana,sans-serif;font-size:13px;margin:12px;background:#fff}"
+            "#controls{margin-bottom:6px}#controls>*{margin-right:8px}"
+            ".key{margin-right:14px}.swatch{display:inline-block;width:12px;height:12px;margin-right:4px;"
+            "vertical-align:middle;border:1px solid #888}"
+            "#fg-tip{position:fixed;display:none;background:#ffe;border:1px solid #999;padding:4px 6px;"
+            "pointer-events:none;font-size:12px;max-width:600px;word-break:break-all}"
+            "</style>\n</head><body>\n"
+            "<div id=\"controls\"><input id=\"fg-query\" type=\"search\" placeholder=\"search (regex)\" "
+            "aria-label=\"search frames\"><button id=\"fg-reset-button\" type=\"button\">Reset zoom</button>"
+            "<button id=\"fg-clear\" type=\"button\">Clear search</button>%s</div>\n"
+            "%s<div id=\"fg-tip\" role=\"tooltip\"></div>\n<script>\n%s\n</script>\n</body></html>\n"
+            % (esc(title), legend, svg(tree, title, width, inverted, unit, standalone=False), script))
+
+
+def write(f, tree, path, **kw):
+    """page() or svg() by the output's name (``.svg``: SVG, anything else HTML)."""
+    f.write(svg(tree, **kw) if path and path.lower().endswith(".svg") else page(tree, **kw))
+
+
+def chain_kinds(s):
+    """KERNEL or USER for each real address of a perf sample (sample_ips order): by the chain's
+    context markers, else by the address (the kernel half of the address space)."""
+    kinds, ctx = [], None
+    for ip in s.kernel:
+        if ip >= PERF_CONTEXT_MAX:
+            ctx = USER if ip == PERF_CONTEXT_USER else KERNEL if ip == PERF_CONTEXT_KERNEL else ctx
+            continue
+        kinds.append(ctx or (KERNEL if ip >> 63 else USER))
+    if s.outcome == STITCHED:
+        kinds.extend([USER] * len(s.user))
+    return kinds
+
+
+class FlameGraph:
+    """The perf-side output: each resolved sample into a FlameTree, named through a StackCache;
+    ``close()`` writes the page."""
+
+    def __init__(self, f, ctx, path=None, title=None, width=1200, inverted=False, weight="samples"):
+        self.f, self.ctx, self.path = f, ctx, path
+        self.kw = {"title": title or "Flame Graph", "width": width, "inverted": inverted,
+                   "unit": "period" if weight == "period" else "samples"}
+        self.weight = weight
+        self.tree = FlameTree()
+        self._names = StackCache(ctx, lambda _pid, frames: [frame_name(sym, dso) for _ip, sym, _o, dso in frames])
+
+    def record(self, rec):
+        pass
+
+    def resolved(self, s):
+        """A sample from the Python path (PerfFeed): its frames, innermost first, then reversed."""
+        names = self._names.get(s.pid, tuple(sample_ips(s)))
+        frames = list(zip(names, chain_kinds(s)))
+        if s.outcome == UNMATCHED:
+            frames.append(lost_frame(s.reason))
+        frames.append((self.ctx.comm(s).replace(" ", "_"), COMM))
+        frames.reverse()
+        self.tree.add(frames, weight(self.weight, s.ref.period, s.ref.entry.attr), s.after_stack)
+
+    def sample(self, s):
+        pass
+
+    def close(self):
+        write(self.f, self.tree, self.path, **self.kw)

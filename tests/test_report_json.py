@@ -1,0 +1,62 @@
+"""The report's JSON has one documented shape (README, "The report's JSON"): the core's counts
+at the top, the same for perf.data and trace.dat, each front end's counters under its own key,
+and a version; reports stored by earlier versions (flat) are still read."""
+import json
+import re
+
+import pytest
+
+from conftest import CAPTURES, ROOT, capture, run_cli
+from deferstitch.report import VERSION, StitchReport
+
+
+def documented():
+    """{key: the README row's text} from the table under "The report's JSON"."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("### The report's JSON", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        m = re.match(r"\| (.+?) \| (.+) \|$", line)
+        if m and "`" in m.group(1):
+            for key in re.findall(r"`([a-z_]+)`", m.group(1)):
+                rows[key] = m.group(2)
+    return rows
+
+
+def perf_report(scenario="lost_per_task"):
+    path, _ = capture(scenario)
+    p = run_cli("report", path, "--json")
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_perf_report_shape_is_documented():
+    d = perf_report()
+    rows = documented()
+    assert list(d)[:3] == ["version", "complete", "error"] and d["version"] == VERSION
+    assert set(d) == set(rows) - {"ftrace"}, "undocumented or missing top-level keys"
+    for key in d["perf"]:
+        assert "`%s`" % key in rows["perf"], "perf.%s is not documented" % key
+    assert d["complete"] is True and d["error"] is None
+
+
+def test_trace_report_has_the_same_top_level():
+    real = CAPTURES / "ftrace" / "trace-userstacktrace.dat"
+    if not real.exists():
+        pytest.skip("real captures not found: put the shared folder beside the checkout")
+    p = run_cli("trace", "report", real, "--json")
+    if b"apt-get install" in p.stderr:
+        pytest.skip(p.stderr.decode().strip())
+    t = json.loads(p.stdout)
+    rows = documented()
+    assert set(t) - {"ftrace"} == set(perf_report()) - {"perf"}
+    for key in t["ftrace"]:
+        assert "`%s`" % key in rows["ftrace"], "ftrace.%s is not documented" % key
+
+
+def test_reports_stored_before_version_1_are_read():
+    d = perf_report("a_per_task")
+    flat = {k: v for k, v in d.items() if k not in ("version", "complete", "error", "perf")}
+    flat.update(d["perf"])                  # how stitch stored it before: perf's counters on top
+    assert StitchReport.from_json(flat).to_json() == d
+    assert StitchReport.from_json(d).to_json() == d
