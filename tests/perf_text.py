@@ -79,3 +79,28 @@ def strip_unmerged_cookie(frames):
     if frames and frames[-1][-1] == "[unknown]" and all(f[-1] == "[kernel.kallsyms]" for f in frames[:-1]):
         return frames[:-1]
     return frames
+
+FIELDS_HEAD = re.compile(r"^(.*?)\s+(-?\d+)\s+(?:\[\d+\]\s+)?(\d+\.\d+):\s*(?:(\d+)\s+)?(?:(\S+):)?")
+
+
+def parse_fields(text):
+    """{(tid, time text, n): (period or None, event or None, [ips])} of `perf script -F
+    comm,tid,time,ip[,period,event]` text, or of the default layout (an ip line's first token
+    is the ip); n counts samples with the same tid and time (group members share both)."""
+    out = {}
+    cur = None
+    for line in text.split("\n"):
+        if line.startswith("\t"):
+            if cur is not None:
+                out[cur][2].append(int(line.split()[0], 16))
+            continue
+        m = FIELDS_HEAD.match(line) if line else None
+        if m is None:
+            cur = None
+            continue
+        n = 0
+        while (int(m.group(2)), m.group(3), n) in out:
+            n += 1
+        cur = (int(m.group(2)), m.group(3), n)
+        out[cur] = (int(m.group(4)) if m.group(4) else None, m.group(5), [])
+    return out

@@ -8,7 +8,8 @@
 import struct
 
 from deferstitch.abi import consts as C
-from deferstitch.abi.attr import BIT_DEFER_CALLCHAIN, BIT_DEFER_OUTPUT, BIT_SAMPLE_ID_ALL, PerfEventAttr
+from deferstitch.abi.attr import (BIT_DEFER_CALLCHAIN, BIT_DEFER_OUTPUT, BIT_INHERIT, BIT_SAMPLE_ID_ALL,
+                                  PerfEventAttr)
 from deferstitch.perfdata.evlist import Evlist
 from deferstitch.perfdata.reader import Record
 from deferstitch.perfdata.writer import PerfWriter
@@ -17,10 +18,13 @@ BASIC = C.PERF_SAMPLE_IP | C.PERF_SAMPLE_TID | C.PERF_SAMPLE_TIME | C.PERF_SAMPL
 K = [C.PERF_CONTEXT_KERNEL, 0xffffffff81000010, 0xffffffff81000020]
 
 
-def make_attr(e="<", size=144, sample_type=BASIC, config=0, defer=True, tail=b""):
-    raw = bytearray(max(size, 64))
-    flags = BIT_SAMPLE_ID_ALL | (BIT_DEFER_CALLCHAIN | BIT_DEFER_OUTPUT if defer else 0)
-    struct.pack_into(e + "IIQQQQQ", raw, 0, 1, size, config, 4000, sample_type, 0, flags)
+def make_attr(e="<", size=144, sample_type=BASIC, config=0, defer=True, tail=b"", read_format=0,
+              branch_sample_type=0, inherit=False, type_=1):
+    raw = bytearray(max(size, 80))
+    flags = BIT_SAMPLE_ID_ALL | (BIT_DEFER_CALLCHAIN | BIT_DEFER_OUTPUT if defer else 0) \
+        | (BIT_INHERIT if inherit else 0)
+    struct.pack_into(e + "IIQQQQQ", raw, 0, type_, size, config, 4000, sample_type, read_format, flags)
+    struct.pack_into(e + "Q", raw, 72, branch_sample_type)
     if tail:
         raw[128:128 + len(tail)] = tail
     return PerfEventAttr(bytes(raw[:size]), e)
@@ -54,7 +58,11 @@ class Synth:
                 out += struct.pack(self.e + "Q", vals[name])
         return out
 
-    def sample(self, tid, time, kernel=K, cookie=None, user=None, attr_index=0, cpu=0, pid=None):
+    def sample(self, tid, time, kernel=K, cookie=None, user=None, attr_index=0, cpu=0, pid=None,
+               ip=None, read=(), branches=None, hw_idx=None):
+        """``read``: the u64 words of PERF_SAMPLE_READ as the attr's read_format lays them out;
+        ``branches``: [(from, to, flags)] of PERF_SAMPLE_BRANCH_STACK (``hw_idx`` when the attr
+        has PERF_SAMPLE_BRANCH_HW_INDEX)."""
         lay = self.evlist.entries[attr_index].layout
         chain = list(kernel)
         if cookie is not None:
@@ -64,16 +72,27 @@ class Synth:
         st = lay.sample_type
         body = b""
         for bit, pack in ((C.PERF_SAMPLE_IDENTIFIER, lambda: struct.pack(self.e + "Q", 100 + attr_index)),
-                          (C.PERF_SAMPLE_IP, lambda: struct.pack(self.e + "Q", chain[1] if len(chain) > 1 else 0)),
+                          (C.PERF_SAMPLE_IP, lambda: struct.pack(self.e + "Q", ip if ip is not None else
+                                                                 chain[1] if len(chain) > 1 else 0)),
                           (C.PERF_SAMPLE_TID, lambda: struct.pack(self.e + "ii", pid or tid, tid)),
                           (C.PERF_SAMPLE_TIME, lambda: struct.pack(self.e + "Q", time)),
                           (C.PERF_SAMPLE_ID, lambda: struct.pack(self.e + "Q", 100 + attr_index)),
                           (C.PERF_SAMPLE_CPU, lambda: struct.pack(self.e + "II", cpu, 0)),
                           (C.PERF_SAMPLE_PERIOD, lambda: struct.pack(self.e + "Q", 250000)),
-                          (C.PERF_SAMPLE_CALLCHAIN, lambda: struct.pack(self.e + "Q%dQ" % len(chain), len(chain), *chain))):
+                          (C.PERF_SAMPLE_READ, lambda: struct.pack(self.e + "%dQ" % len(read), *read)),
+                          (C.PERF_SAMPLE_CALLCHAIN, lambda: struct.pack(self.e + "Q%dQ" % len(chain), len(chain), *chain)),
+                          (C.PERF_SAMPLE_BRANCH_STACK, lambda: self._branches(branches or [], hw_idx))):
             if st & bit:
                 body += pack()
         self._rec(C.PERF_RECORD_SAMPLE, body, misc=1)
+
+    def _branches(self, branches, hw_idx):
+        out = struct.pack(self.e + "Q", len(branches))
+        if hw_idx is not None:
+            out += struct.pack(self.e + "Q", hw_idx)
+        for b in branches:
+            out += struct.pack(self.e + "QQQ", *b)
+        return out
 
     def deferred(self, tid, time, cookie, user, attr_index=0):
         ips = [C.PERF_CONTEXT_USER] + list(user)

@@ -36,6 +36,7 @@ FLAG_BITS = [
     "cgroup", "text_poke", "build_id", "inherit_thread", "remove_on_exec", "sigtrap",
     "defer_callchain", "defer_output",
 ]
+BIT_INHERIT = 1 << 1
 BIT_SAMPLE_ID_ALL = 1 << 18
 BIT_DEFER_CALLCHAIN = 1 << 38   # Linux 6.19: "perf: Support deferred user unwind"
 BIT_DEFER_OUTPUT = 1 << 39
@@ -61,6 +62,10 @@ class PerfEventAttr:
     @property
     def sample_id_all(self):
         return bool(self.flags & BIT_SAMPLE_ID_ALL)
+
+    @property
+    def inherit(self):
+        return bool(self.flags & BIT_INHERIT)
 
     @property
     def defer_callchain(self):

@@ -105,6 +105,8 @@ PERF_FORMAT_ID = 4
 PERF_FORMAT_GROUP = 8
 PERF_FORMAT_LOST = 16
 
+# enum perf_branch_sample_type (the bits we read)
+PERF_SAMPLE_BRANCH_CALL_STACK = 1 << 11     # LBR call stack: --call-graph lbr
 PERF_SAMPLE_BRANCH_HW_INDEX = 1 << 17
 PERF_SAMPLE_BRANCH_COUNTERS = 1 << 19
 

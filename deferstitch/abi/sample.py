@@ -20,8 +20,21 @@
 
 Everything up to READ has a fixed size, so the callchain's position is known from the attr alone
 (unless READ is a group): the stitcher's hot path reads tid, time and the chain at fixed offsets.
+
+    struct read_format {                       /* PERF_SAMPLE_READ, laid out by attr.read_format */
+      { u64 value; u64 time_enabled; /* TOTAL_TIME_ENABLED */ u64 time_running; /* ..._RUNNING */
+        u64 id; /* ID */ u64 lost; /* LOST, Linux 6.0 */ }                && !PERF_FORMAT_GROUP
+      { u64 nr; u64 time_enabled; u64 time_running;
+        { u64 value; u64 id; u64 lost; } cntr[nr]; }                       && PERF_FORMAT_GROUP
+    };
+    struct perf_branch_stack {                 /* PERF_SAMPLE_BRANCH_STACK, by attr.branch_sample_type */
+      u64 nr; u64 hw_idx;  /* BRANCH_HW_INDEX, Linux 5.7 */
+      struct perf_branch_entry { u64 from, to, flags; } entries[nr];
+      u64 cntr[nr];        /* BRANCH_COUNTERS, Linux 6.8 */
+    };
 """
 import struct
+from collections import namedtuple
 
 from . import consts as C
 
@@ -29,6 +42,15 @@ from . import consts as C
 # Callchain decoders by length, shared by every layout of one endianness (at most one per
 # distinct nr: nr is bounded by the 64 KiB record size).
 _CHAINS = {}
+
+
+# PERF_SAMPLE_READ decoded: ``values`` is ((value, id, lost), ...), one triple for a single
+# counter, one per member for a group; a field the read_format leaves out is None.
+SampleRead = namedtuple("SampleRead", "group time_enabled time_running values")
+
+# PERF_SAMPLE_BRANCH_STACK decoded: ``entries`` is ((from, to, flags), ...), newest branch first;
+# ``hw_idx`` is None unless the attr asked for PERF_SAMPLE_BRANCH_HW_INDEX.
+BranchStack = namedtuple("BranchStack", "hw_idx entries")
 
 
 def _popcount(x):
@@ -40,11 +62,13 @@ class PerfSample:
     record and ``callchain_end`` where the chain ends, so that a writer can splice a new chain."""
 
     __slots__ = ("identifier", "ip", "pid", "tid", "time", "addr", "id", "stream_id", "cpu",
-                 "period", "read", "callchain", "callchain_offset", "callchain_end", "raw")
+                 "period", "read", "callchain", "callchain_offset", "callchain_end", "raw",
+                 "branch_stack")
 
     def __init__(self):
         self.identifier = self.ip = self.pid = self.tid = self.time = self.addr = None
         self.id = self.stream_id = self.cpu = self.period = self.read = self.raw = None
+        self.branch_stack = None
         self.callchain = None
         self.callchain_offset = self.callchain_end = None
 
@@ -99,6 +123,9 @@ class SampleLayout:
         else:
             self.callchain_offset = self.prefix_end
         self.has_callchain = bool(st & C.PERF_SAMPLE_CALLCHAIN)
+        # --call-graph lbr: perf rebuilds the user part of the chain from the branch stack
+        self.lbr_callstack = bool(st & C.PERF_SAMPLE_BRANCH_STACK
+                                  and attr.branch_sample_type & C.PERF_SAMPLE_BRANCH_CALL_STACK)
         # sample_id trailer of non-sample records: TID, TIME, ID, STREAM_ID, CPU, IDENTIFIER.
         tnames, tcodes = [], ""
         for bit, fields, code in (
@@ -220,7 +247,7 @@ class SampleLayout:
                 words = self.read_words[0]
             if off + 8 * words > size:
                 raise ValueError("read values overrun the sample")
-            s.read = struct.unpack_from(self.endian + "%dQ" % words, data, off)
+            s.read = self._read(struct.unpack_from(self.endian + "%dQ" % words, data, off))
             off += 8 * words
         if st & C.PERF_SAMPLE_CALLCHAIN:
             if off + 8 > size:
@@ -240,6 +267,23 @@ class SampleLayout:
             raise ValueError("sample fields end at %d, past the record size %d" % (off, size))
         return s
 
+    def _read(self, words):
+        """SampleRead from the u64 words of a read_format (their count already checked)."""
+        rf = self.read_format
+        has_id, has_lost = bool(rf & C.PERF_FORMAT_ID), bool(rf & C.PERF_FORMAT_LOST)
+        pos, enabled, running = 1, None, None        # words[0]: the value, or the group's nr
+        if rf & C.PERF_FORMAT_TOTAL_TIME_ENABLED:
+            enabled, pos = words[pos], pos + 1
+        if rf & C.PERF_FORMAT_TOTAL_TIME_RUNNING:
+            running, pos = words[pos], pos + 1
+        if not self.read_group:
+            return SampleRead(False, enabled, running, ((
+                words[0], words[pos] if has_id else None, words[pos + has_id] if has_lost else None),))
+        step = 1 + has_id + has_lost
+        return SampleRead(True, enabled, running, tuple(
+            (words[at], words[at + 1] if has_id else None, words[at + 1 + has_id] if has_lost else None)
+            for at in range(pos, pos + step * words[0], step)))
+
     def _skip_tail(self, data, off, s):
         """Walk RAW .. AUX: RAW is kept, the rest is only measured (skipped exactly)."""
         st, size, u64 = self.sample_type, len(data), self.u64
@@ -258,8 +302,14 @@ class SampleLayout:
         if st & C.PERF_SAMPLE_BRANCH_STACK:
             nr = word(off)
             off += 8
+            hw_idx = None
             if self.branch_sample_type & C.PERF_SAMPLE_BRANCH_HW_INDEX:
+                hw_idx = word(off)
                 off += 8
+            if nr > (size - off) // 24:
+                raise ValueError("branch stack nr=%d exceeds record size %d" % (nr, size))
+            flat = struct.unpack_from(self.endian + "%dQ" % (3 * nr), data, off)
+            s.branch_stack = BranchStack(hw_idx, tuple(zip(flat[0::3], flat[1::3], flat[2::3])))
             off += 24 * nr
             if self.branch_sample_type & C.PERF_SAMPLE_BRANCH_COUNTERS:
                 off += 8 * nr

@@ -207,7 +207,7 @@ class FlameGraph:
             frames.append(lost_frame(s.reason))
         frames.append((self.ctx.comm(s).replace(" ", "_"), COMM))
         frames.reverse()
-        self.tree.add(frames, weight(self.weight, s.ref.parsed.period, s.ref.entry.attr), s.after_stack)
+        self.tree.add(frames, weight(self.weight, s.ref.period, s.ref.entry.attr), s.after_stack)
 
     def sample(self, s):
         pass

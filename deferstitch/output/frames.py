@@ -66,4 +66,4 @@ def weight(kind, period, attr):
 
 def sample_period(s):
     """The period perf reports for a perf sample (weight() by period)."""
-    return weight("period", s.ref.parsed.period, s.ref.entry.attr)
+    return weight("period", s.ref.period, s.ref.entry.attr)

@@ -34,7 +34,7 @@ class Speedscope:
     def resolved(self, s):
         """A sample from the Python path (PerfFeed)."""
         self._add(s.tid, self.ctx.comm(s), self._stacks.get(s.pid, tuple(sample_ips(s))),
-                  weight(self.weight, s.ref.parsed.period, s.ref.entry.attr))
+                  weight(self.weight, s.ref.period, s.ref.entry.attr))
 
     def resolved_ips(self, pid, tid, comm, ips, period, entry):
         """A sample from the C engine (perfdata/engine.py): ``ips`` as native u64 bytes."""

@@ -44,6 +44,8 @@ class StitchedFile:
 
     def sample(self, s):
         ref = s.ref
+        if not ref.lead:          # another member of the same group read: the record is written
+            return
         if s.outcome == PASSED:
             self.writer.write(ref.rec)
             return

@@ -47,6 +47,12 @@ def sections(rep):
                  ["lost-data notices (perf LOST/LOST_SAMPLES, ftrace missed events)", rep.lost_records],
                  ["  events they say were lost", rep.lost_events],
                  ["most samples pending at once", rep.max_pending]]))
+    sr = rep.extra.get("sample_read")
+    if sr:      # why samples != SAMPLE records: perf script shows one sample per value read
+        out.append((["PERF_SAMPLE_READ (one sample per value read, as perf script)", "count"],
+                    [["SAMPLE records", sr["records"]], ["values read", sr["values"]],
+                     ["  samples", sr["samples"]], ["  not shown, as in perf: period 0", sr["zero_period"]],
+                     ["  not shown, as in perf: unknown id", sr["unknown_id"]]]))
     keys = [STITCHED, PASSED] + sorted({k for _c, cnt in rep.by_thread.values() for k in cnt}
                                       - {STITCHED, PASSED})
     rows = [[comm or "", tid] + [cnt.get(k, 0) for k in keys]

@@ -23,13 +23,15 @@ _MAX = C.PERF_CONTEXT_MAX
 
 
 class SampleRef:
-    """What an output needs of a perf sample: its record, decoded fields and event, and what
-    the output prepared when the sample was resolved (``text``: perf script's lines)."""
+    """What an output needs of a perf sample: its record, decoded fields, event and period, and
+    what the output prepared when the sample was resolved (``text``: perf script's lines).
+    A group read gives one sample per member (see PerfFeed._members): each has its member's
+    event and period; only the ``lead`` one stands for the record in a rewritten file."""
 
-    __slots__ = ("rec", "parsed", "entry", "text")
+    __slots__ = ("rec", "parsed", "entry", "period", "lead", "text")
 
-    def __init__(self, rec, parsed, entry):
-        self.rec, self.parsed, self.entry = rec, parsed, entry
+    def __init__(self, rec, parsed, entry, period, lead=True):
+        self.rec, self.parsed, self.entry, self.period, self.lead = rec, parsed, entry, period, lead
         self.text = None
 
 
@@ -49,6 +51,24 @@ def user_frames(ips):
     return frames, markers
 
 
+def lbr_chain(chain, ip, branches):
+    """The callchain perf shows for a sample of an LBR call-stack event (machine.c,
+    resolve_lbr_callchain_sample in callee order): the chain up to its PERF_CONTEXT_USER, then
+    the sample's ip, then where each branch came from, newest first. None when the chain has no
+    PERF_CONTEXT_USER: perf then shows the chain as it is.
+
+    The leaf is the sample's ip since perf 7.0 ("perf callchain lbr: Make the leaf IP that of the
+    sample", 04f81f45b432, Feb 2026); before, and still when the sample has no ip, it was the
+    newest branch's target. With no branch and no ip perf reads past the record; we show no leaf.
+    """
+    try:
+        i = chain.index(_USER)
+    except ValueError:
+        return None
+    leaf = ip or (branches[0][1] if branches else None)
+    return chain[:i + 1] + ((leaf,) if leaf is not None else ()) + tuple(b[0] for b in branches)
+
+
 class PerfFeed:
     """Drive a Stitcher from a PerfData; hand ``out.record(rec)`` / ``out.sample(sample)`` to the
     output in time order. Deferred records are consumed, not passed on."""
@@ -63,6 +83,7 @@ class PerfFeed:
         self.window = window if window is not None else max(5 * max_pending, 1024)
         self.fifo = deque()        # (record or Sample) in time order, waiting for the head
         self.comms = {}            # tid -> comm
+        self.read_last = {}        # id or (id, tid) -> its last PERF_SAMPLE_READ value
         self.order_stats = OrderStats()
         self.record_counts = {}
         self.error = None
@@ -140,14 +161,68 @@ class PerfFeed:
             kernel, cookie = chain[:-2], chain[-1]
         else:
             kernel, cookie = chain, None
-        s = Sample(p.tid, p.pid, p.cpu, p.time, kernel, cookie, SampleRef(rec, p, ent),
-                   self.comms.get(p.tid))
+            if p.branch_stack is not None and ent.layout.lbr_callstack:
+                kernel = lbr_chain(chain, p.ip, p.branch_stack.entries) or chain
+        if p.read is None:
+            self._one(Sample(p.tid, p.pid, p.cpu, p.time, kernel, cookie,
+                             SampleRef(rec, p, ent, p.period), self.comms.get(p.tid)))
+            return
+        members = self._members(p, ent)
+        if not members:           # nothing perf would show; a rewritten file still keeps it
+            self._push(rec)
+            return
+        for n, (member, period) in enumerate(members):
+            self._one(Sample(p.tid, p.pid, p.cpu, p.time, kernel, cookie,
+                             SampleRef(rec, p, member, period, lead=n == 0), self.comms.get(p.tid)))
+
+    def _one(self, s):
         self.fifo.append(s)
-        if cookie is not None and (p.tid is None or p.time is None):
+        if s.cookie is not None and (s.tid is None or s.time is None):
             self.stitcher.reject(s, NO_TASK)       # perf cannot match these either
         else:
             self.stitcher.sample(s)
         self._drain()
+
+    def _members(self, p, ent):
+        """[(event, period)] that perf delivers for a sample with PERF_SAMPLE_READ (session.c,
+        deliver_sample_group / deliver_sample_value): each read value goes to the event its id
+        names, its period the value minus the last value read for that id (per thread when the
+        attr has inherit and TID: perf_evsel__attr_has_per_thread_sample_period). A value whose
+        id is unknown, or whose period is 0, is not delivered; the report counts both.
+
+        Deltas follow the samples' time order, as perf --no-merge-callchains has them. perf 7.x's
+        merge takes a deferred sample's deltas when its stack arrives, after later samples
+        stored theirs: its period then wraps below zero (u64 -30 for a drop of 30, perf 7.2.13).
+        A single counter without PERF_FORMAT_ID (perf record always sets it) belongs to the
+        sample's own event."""
+        stats = self.report.extra.get("sample_read")
+        if stats is None:
+            stats = self.report.extra["sample_read"] = {
+                "records": 0, "values": 0, "samples": 0, "zero_period": 0, "unknown_id": 0}
+        stats["records"] += 1
+        attr = ent.attr
+        per_thread = bool(attr.inherit and attr.sample_type & C.PERF_SAMPLE_TID)
+        by_id, last = self.perf.evlist.by_id, self.read_last
+        out = []
+        for value, vid, _lost in p.read.values:
+            stats["values"] += 1
+            if vid is None and not p.read.group:
+                member, key = ent, ("event", ent.index)
+            else:
+                member, key = by_id.get(vid), vid
+            if member is None:
+                stats["unknown_id"] += 1
+                continue
+            if per_thread:
+                key = (key, p.tid)
+            period = (value - last.get(key, 0)) & C.U64
+            last[key] = value
+            if not period:
+                stats["zero_period"] += 1
+                continue
+            out.append((member, period))
+        stats["samples"] += len(out)
+        return out
 
     def _deferred(self, rec):
         perf = self.perf
