@@ -12,14 +12,16 @@ from collections import deque
 
 from ..abi import consts as C
 from ..abi import records as R
+from ..abi.sample import split_chain
 from ..errors import FormatError
-from ..model import NO_TASK, DeferredStack, Sample
+from ..model import NO_COOKIE, NO_TASK, DeferredStack, Sample
 from ..stitcher import DEFAULT_MAX_PENDING, Stitcher
 from .sorter import OrderStats, ordered
 
 _USER = C.PERF_CONTEXT_USER
 _DEFERRED = C.PERF_CONTEXT_USER_DEFERRED
 _MAX = C.PERF_CONTEXT_MAX
+_CPUMODE, _MODE_USER = C.PERF_RECORD_MISC_CPUMODE_MASK, C.PERF_RECORD_MISC_USER
 
 
 class SampleRef:
@@ -33,13 +35,6 @@ class SampleRef:
         self.text = None
 
 
-def split_chain(chain):
-    """(kernel part, cookie) of a callchain; cookie None unless it ends [USER_DEFERRED, cookie]."""
-    if len(chain) >= 2 and chain[-2] == _DEFERRED:
-        return chain[:-2], chain[-1]
-    return chain, None
-
-
 def user_frames(ips):
     """The user ips of a CALLCHAIN_DEFERRED, markers removed: (frames, how many were dropped)."""
     frames = tuple(ip for ip in ips if ip < _MAX)
@@ -51,7 +46,11 @@ def user_frames(ips):
 
 class PerfFeed:
     """Drive a Stitcher from a PerfData; hand ``out.record(rec)`` / ``out.sample(sample)`` to the
-    output in time order. Deferred records are consumed, not passed on."""
+    output in time order. Deferred records are consumed, not passed on.
+
+    The file's deferred layout (``layout``: "cookie" or "no-cookie", None until seen) is set by
+    the first deferred chain or CALLCHAIN_DEFERRED record; without cookies the stitcher matches
+    by task order. A record of the other layout afterwards is damage."""
 
     def __init__(self, perf, out, max_pending=DEFAULT_MAX_PENDING, window=None, observe=None):
         self.perf, self.out = perf, out
@@ -65,6 +64,7 @@ class PerfFeed:
         self.order_stats = OrderStats()
         self.record_counts = {}
         self.error = None
+        self.layout = None
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self):
@@ -136,10 +136,16 @@ class PerfFeed:
         chain = p.callchain or ()
         if len(chain) >= 2 and chain[-2] == _DEFERRED:      # split_chain(), inlined: hot path
             kernel, cookie = chain[:-2], chain[-1]
+            if self.layout != R.DEFERRED_COOKIE:
+                self._layout(R.DEFERRED_COOKIE, "sample")
+        elif chain and chain[-1] == _DEFERRED:
+            kernel, cookie = chain[:-1], NO_COOKIE
+            if self.layout != R.DEFERRED_NO_COOKIE:
+                self._layout(R.DEFERRED_NO_COOKIE, "sample")
         else:
             kernel, cookie = chain, None
         s = Sample(p.tid, p.pid, p.cpu, p.time, kernel, cookie, SampleRef(rec, p, ent),
-                   self.comms.get(p.tid))
+                   self.comms.get(p.tid), rec.misc & _CPUMODE == _MODE_USER)
         self.fifo.append(s)
         if cookie is not None and (p.tid is None or p.time is None):
             self.stitcher.reject(s, NO_TASK)       # perf cannot match these either
@@ -151,7 +157,12 @@ class PerfFeed:
         perf = self.perf
         ent = perf.evlist.for_trailer(rec.data)
         trailer = ent.layout.parse_trailer(rec.data) if ent else {}
-        d = R.parse_deferred(rec.data, perf.endian, self._body_end(rec))
+        body_end = self._body_end(rec)
+        layout = R.deferred_layout(rec.data, perf.endian, body_end)
+        if layout != self.layout:
+            # a size that fits neither layout: the file's (else the cookie one) says what is wrong
+            layout = self._layout(layout, "record") if layout else (self.layout or R.DEFERRED_COOKIE)
+        d = R.parse_deferred(rec.data, perf.endian, body_end, layout)
         frames, dropped = user_frames(d.ips)
         tid = trailer.get("tid")
         if tid is None:
@@ -160,6 +171,17 @@ class PerfFeed:
         self.stitcher.deferred(DeferredStack(tid, trailer.get("pid"), d.cookie, trailer.get("time"),
                                              frames, dropped))
         self._drain()
+
+    def _layout(self, layout, what):
+        """The first deferred chain or record sets the file's layout; the other one later is damage."""
+        if self.layout is None:
+            self.layout = layout
+            if layout == R.DEFERRED_NO_COOKIE:
+                self.stitcher.use_task_order()
+        elif layout != self.layout:
+            raise ValueError("deferred %s in the %s layout, but this file's are in the %s layout"
+                             % (what, layout, self.layout))
+        return layout
 
     # -- ordered output -----------------------------------------------------------------------
     def _resolved(self, s):
