@@ -31,6 +31,9 @@ def render(rep, title=None):
     out = []
     if title:
         out.append(title)
+    if rep.deferred_layout == "no-cookie":
+        out.append("matched by task order: these deferred callchains carry no cookie (the layout "
+                   "before the cookie patch; see README)")
     total = rep.samples
     rows = [[STITCHED, rep.stitched, _pct(rep.stitched, total)],
             ["  of which after its stack was written", rep.stitched_after_stack,

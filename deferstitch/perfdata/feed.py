@@ -44,6 +44,32 @@ def user_frames(ips):
     return frames, markers
 
 
+def probe_layout(path, limit=100_000):
+    """The deferred layout of the perf.data at ``path`` ("cookie" or "no-cookie"), read on a
+    separate handle up to its first deferred chain or CALLCHAIN_DEFERRED record; None when the
+    first ``limit`` records hold neither, or the file is damaged before (the run will say where)."""
+    from .reader import PerfData
+    try:
+        with PerfData.open(path) as perf:
+            for n, rec in enumerate(perf.records()):
+                if n >= limit:
+                    return None
+                if rec.type == C.PERF_RECORD_SAMPLE:
+                    ent = perf.evlist.for_sample(rec.data)
+                    layout = split_chain(ent.layout.parse(rec.data).callchain or ())[2] if ent else None
+                elif rec.type == C.PERF_RECORD_CALLCHAIN_DEFERRED:
+                    ent = perf.evlist.for_trailer(rec.data)
+                    layout = R.deferred_layout(rec.data, perf.endian,
+                                               len(rec.data) - (ent.layout.trailer.size if ent else 0))
+                else:
+                    continue
+                if layout is not None:
+                    return layout
+    except (FormatError, ValueError, struct.error, OSError):
+        return None
+    return None
+
+
 class PerfFeed:
     """Drive a Stitcher from a PerfData; hand ``out.record(rec)`` / ``out.sample(sample)`` to the
     output in time order. Deferred records are consumed, not passed on.
