@@ -37,7 +37,15 @@ one task's events can prove which stack is a sample's, and the stitcher never gu
                                └ entry A after its stack, or entry B before its own: its stack is
                                  stack(A) or the next one. Stitched when the two are the same
                                  frames (either way, that is its stack), else unmatched:
-                                 "ambiguous-no-cookie"
+                                 "ambiguous-no-cookie" -- except the last sample of T before
+                                 stack(B), which is B's: a stack is written only because a
+                                 sample of T asked for it (before the cookie: perf's task work,
+                                 queued by deferred_request() for the event that sampled), and
+                                 a sample asking after its entry's stack was written either gets
+                                 the same frames again (queued anew, run before the return) or
+                                 none (6.19: unwind_deferred_request() keeps the entry's bit
+                                 set until the return). So a sample after stack(A) asked for
+                                 stack(B), and the samples of B's entry come last.
 
     LOST records may have taken any task's stack: what is pending then, and what comes before its
     task is seen in user space again, is "lost-records-no-cookie".
@@ -75,6 +83,7 @@ class Stitcher:
         self.task_order = False    # match by task order (no cookies): use_task_order()
         self.stale = {}            # tid -> frames of the stack it wrote, not seen in user space since
         self.user_seq = {}         # tid -> lost_seq when it was last seen in user space (or forked)
+        self.latest = {}           # tid -> its latest deferred sample (whatever became of it)
 
     def use_task_order(self):
         """Match by task order, for stacks that carry no cookie (see above). The feeder calls it
@@ -151,6 +160,8 @@ class Stitcher:
     # -- matching by task order ---------------------------------------------------------------
     def _sample_in_order(self, s):
         tid = s.tid
+        if s.cookie is not None:
+            self.latest[tid] = s
         if s.user_mode:             # T left its last kernel entry: what follows is a new one
             self.stale.pop(tid, None)
             self.user_seq[tid] = self.lost_seq
@@ -173,14 +184,16 @@ class Stitcher:
             return
         self.npending -= len(q)
         st = _Stack(None, d.frames, d.time)
+        last = self.latest.get(d.tid)
         for s in q:
-            if s.doubt is None or s.doubt == d.frames:
+            if s.doubt is None or s.doubt == d.frames or s is last:
                 self._stitch(s, st)
             else:
                 self._unmatched(s, AMBIGUOUS_NO_COOKIE)
 
     def _forget(self, tid):
         self.stale.pop(tid, None)
+        self.latest.pop(tid, None)
         self.user_seq.pop(tid, None)
 
     # -- tasks and losses -------------------------------------------------------------------
@@ -250,6 +263,8 @@ class Stitcher:
     def reject(self, s, reason):
         """Count a sample that cannot even wait for a stack (e.g. it carries no tid)."""
         self.report.samples += 1
+        if self.task_order and s.tid is not None:
+            self.latest[s.tid] = s      # it may have asked for the next stack: that stack's last
         self._unmatched(s, reason)
 
     def evict_oldest(self):

@@ -56,8 +56,10 @@ def test_after_a_stack_samples_are_in_doubt_until_a_user_mode_sample(tmp_path):
     f.sample(10, 100, cookie=1)
     f.deferred(10, 110, 1, U1)
     f.sample(10, 120, cookie=1)            # entry A after its stack, or the next entry?
-    f.deferred(10, 130, 1, U2)             # other frames: cannot tell
+    f.sample(10, 125, cookie=1)            # the same question ...
+    f.deferred(10, 130, 1, U2)             # ... other frames: only the last one is known to be B's
     f.sample(10, 140, cookie=1)            # in doubt between U2 and the next stack ...
+    f.sample(10, 145, cookie=1)
     f.deferred(10, 150, 1, U2)             # ... which is U2 again: U2 either way
     f.sample(10, 160, cookie=1, user_mode=True)    # T is in user space: a new entry
     f.sample(10, 170, cookie=1)            # same entry as the user-mode sample
@@ -65,8 +67,23 @@ def test_after_a_stack_samples_are_in_doubt_until_a_user_mode_sample(tmp_path):
     samples, rep = run(f, tmp_path)
     assert [outcome(s) for s in samples] == [
         (STITCHED, None, tuple(U1)), ("unmatched", AMBIGUOUS_NO_COOKIE, None),
-        (STITCHED, None, tuple(U2)), (STITCHED, None, tuple(U3)), (STITCHED, None, tuple(U3))]
+        (STITCHED, None, tuple(U2)), (STITCHED, None, tuple(U2)), (STITCHED, None, tuple(U2)),
+        (STITCHED, None, tuple(U3)), (STITCHED, None, tuple(U3))]
     assert rep.first_unmatched[0][2] is None        # no cookie to show
+
+
+def test_eviction_leaves_the_last_sample_its_proof(tmp_path):
+    f = Synth(no_cookie=True)
+    f.sample(10, 100, cookie=1)
+    f.deferred(10, 110, 1, U1)
+    f.sample(10, 120, cookie=1)            # in doubt, and given up for memory (--max-pending 1)
+    f.sample(10, 130, cookie=1)            # the last one before the stack: B's
+    f.deferred(10, 140, 1, U2)
+    samples, rep = stitch(f.save(str(tmp_path / "nc.data")), max_pending=1)[:2]
+    assert [outcome(s) for s in samples] == [(STITCHED, None, tuple(U1)),
+                                             ("unmatched", "evicted", None),
+                                             (STITCHED, None, tuple(U2))]
+    assert rep.conserved()
 
 
 def test_lost_records_give_up_what_is_pending_and_what_follows_until_user_space(tmp_path):
@@ -190,15 +207,16 @@ def test_stitch_of_a_no_cookie_capture_is_read_by_perf_61(tmp_path):
 # -- random streams: a model of the kernel, its cookies the truth ---------------------------------
 @hs.composite
 def streams(draw):
-    """Events of a few tasks, each a run of kernel entries: samples (the first maybe in user
-    mode), the stack (maybe lost, a LOST record right after), samples after it; exits."""
+    """Events of a few tasks, each a run of kernel entries as the kernel writes them: samples
+    (the first maybe in user mode; one at least, as a stack is written only when asked for), the
+    stack (maybe lost, a LOST record right after), samples after it (same entry); exits."""
     stacks = [tuple(range(0x1000 * k, 0x1000 * k + k)) for k in range(1, 4)]   # few: equal ones meet
     tasks = {tid: [] for tid in range(1, draw(hs.integers(1, 3)) + 1)}
     cookie = 0
     for tid, evs in tasks.items():
         for _entry in range(draw(hs.integers(1, 5))):
             cookie += 1
-            n = draw(hs.integers(0, 3))
+            n = draw(hs.integers(1, 3))
             for i in range(n):
                 evs.append(("sample", cookie, i == 0 and draw(hs.booleans())))
             lost = draw(hs.integers(0, 9)) == 0
