@@ -4,6 +4,7 @@ Rules on small synthetic streams (tests/synth.py, no_cookie=True); the real capt
 into that layout (tests/nocookie.py), with the cookie answer on the original as the truth; and
 random streams through the core, drawn from a model of the kernel with cookies as the truth.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from collect import stitch
-from conftest import ROOT, SCENARIOS, capture
+from conftest import ROOT, SCENARIOS, capture, need_sid_perf
 from deferstitch.errors import FormatError
 from deferstitch.model import (AMBIGUOUS_NO_COOKIE, LOST_NO_COOKIE, NO_COOKIE, STITCHED,
                                TASK_EXITED, DeferredStack, Sample)
@@ -202,6 +203,27 @@ def test_stitch_of_a_no_cookie_capture_is_read_by_perf_61(tmp_path):
     assert len(blocks) == rep.samples
     user = [b for b in blocks if any(len(line.split()[0]) < 16 for line in b.splitlines()[1:])]
     assert len(user) >= rep.stitched        # every stitched sample shows its user frames
+
+
+def test_the_perf_plugin_stitches_a_no_cookie_file_in_perf_7(tmp_path):
+    """perf 7.x shows such a chain's kernel part only (the marker ends it): the plugin adds ours."""
+    tool = need_sid_perf()
+    src, _folder = capture("compressed")
+    strip_cookies(src, str(tmp_path / "nc.data"))
+    p = subprocess.run([tool, "script", "-i", "./nc.data", "-s", str(ROOT / "perf_scripts" / "stitch.py"),
+                        "--", "-o", "./out.txt", "--json", "./rep.json"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "SID_BINDS": "%s:%s" % (ROOT, ROOT)})
+    assert p.returncode == 0, p.stderr[-2000:]
+    ours = subprocess.run([sys.executable, "-m", "deferstitch", "script", "--no-symbols",
+                           str(tmp_path / "nc.data")], cwd=ROOT, capture_output=True, text=True)
+    assert ours.returncode == 0, ours.stderr
+
+    def ips(text):
+        return [[ln.split()[0] for ln in b.splitlines()[1:]] for b in text.split("\n\n") if b.strip()]
+    assert ips((tmp_path / "out.txt").read_text()) == ips(ours.stdout)
+    rep = json.loads((tmp_path / "rep.json").read_text())
+    assert rep["deferred_layout"] == "no-cookie" and rep["conserved"] and rep["stitched"] > 0
 
 
 # -- random streams: a model of the kernel, its cookies the truth ---------------------------------
