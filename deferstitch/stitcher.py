@@ -48,7 +48,10 @@ one task's events can prove which stack is a sample's, and the stitcher never gu
                                  stack(B), and the samples of B's entry come last.
 
     LOST records may have taken any task's stack: what is pending then, and what comes before its
-    task is seen in user space again, is "lost-records-no-cookie".
+    task is seen in user space again, is "lost-records-no-cookie". (A LOST record is written when
+    its ring buffer takes a record again, with that time: a stack lost on one CPU's buffer while
+    the task went on to write its next stack on another can reach us before the LOST does. No
+    field of the captures' samples names their buffer, so task order cannot rule that out.)
 """
 from collections import deque
 
