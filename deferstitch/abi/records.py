@@ -84,8 +84,7 @@ def parse_ksymbol(data, e, body_end):
 
 
 # The two layouts of PERF_RECORD_CALLCHAIN_DEFERRED, told apart by the record's size.
-DEFERRED_COOKIE = "cookie"
-DEFERRED_NO_COOKIE = "no-cookie"
+DEFERRED_COOKIE, DEFERRED_NO_COOKIE = C.DEFERRED_COOKIE, C.DEFERRED_NO_COOKIE
 
 
 def deferred_layout(data, e, body_end):

@@ -41,9 +41,9 @@ def split_chain(chain):
     patch, the marker alone (layout "no-cookie", cookie None); any other chain gives
     (chain, None, None). A cookie is never a marker, so the two cannot be confused."""
     if len(chain) >= 2 and chain[-2] == C.PERF_CONTEXT_USER_DEFERRED:
-        return chain[:-2], chain[-1], "cookie"
+        return chain[:-2], chain[-1], C.DEFERRED_COOKIE
     if chain and chain[-1] == C.PERF_CONTEXT_USER_DEFERRED:
-        return chain[:-1], None, "no-cookie"
+        return chain[:-1], None, C.DEFERRED_NO_COOKIE
     return chain, None, None
 
 

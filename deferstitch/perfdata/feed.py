@@ -16,6 +16,7 @@ from ..abi.sample import split_chain
 from ..errors import FormatError
 from ..model import NO_COOKIE, NO_TASK, DeferredStack, Sample
 from ..stitcher import DEFAULT_MAX_PENDING, Stitcher
+from .reader import PerfData
 from .sorter import OrderStats, ordered
 
 _USER = C.PERF_CONTEXT_USER
@@ -48,7 +49,6 @@ def probe_layout(path, limit=100_000):
     """The deferred layout of the perf.data at ``path`` ("cookie" or "no-cookie"), read on a
     separate handle up to its first deferred chain or CALLCHAIN_DEFERRED record; None when the
     first ``limit`` records hold neither, or the file is damaged before (the run will say where)."""
-    from .reader import PerfData
     try:
         with PerfData.open(path) as perf:
             for n, rec in enumerate(perf.records()):
