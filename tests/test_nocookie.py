@@ -39,8 +39,9 @@ def outcome(s):
     return (s.outcome, s.reason, tuple(s.user) if s.outcome == STITCHED else None)
 
 
-def test_pending_samples_get_the_next_stack_of_their_task(tmp_path):
-    f = Synth(no_cookie=True)
+@pytest.mark.parametrize("endian", ["<", ">"])
+def test_pending_samples_get_the_next_stack_of_their_task(tmp_path, endian):
+    f = Synth(endian, no_cookie=True)
     f.sample(10, 100, cookie=1)
     f.sample(11, 110, cookie=1)
     f.sample(10, 120, cookie=1)
