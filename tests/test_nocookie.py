@@ -231,21 +231,25 @@ def test_the_perf_plugin_stitches_a_no_cookie_file_in_perf_7(tmp_path):
 @hs.composite
 def streams(draw):
     """Events of a few tasks, each a run of kernel entries as the kernel writes them: samples
-    (the first maybe in user mode; one at least, as a stack is written only when asked for), the
-    stack (maybe lost, a LOST record right after), samples after it (same entry); exits."""
+    (one at least, as a stack is written only when asked for; any in user mode, as a request may
+    outlive a return to user space), the stack (maybe lost, a LOST record right after), samples
+    after it (same entry), maybe the same stack again (a request queued anew before the cookie
+    patch); exits."""
     stacks = [tuple(range(0x1000 * k, 0x1000 * k + k)) for k in range(1, 4)]   # few: equal ones meet
     tasks = {tid: [] for tid in range(1, draw(hs.integers(1, 3)) + 1)}
     cookie = 0
     for tid, evs in tasks.items():
         for _entry in range(draw(hs.integers(1, 5))):
             cookie += 1
-            n = draw(hs.integers(1, 3))
-            for i in range(n):
-                evs.append(("sample", cookie, i == 0 and draw(hs.booleans())))
+            for _ in range(draw(hs.integers(1, 3))):
+                evs.append(("sample", cookie, draw(hs.booleans())))
+            frames = draw(hs.sampled_from(stacks))
             lost = draw(hs.integers(0, 9)) == 0
-            evs.append(("lost",) if lost else ("stack", cookie, draw(hs.sampled_from(stacks))))
+            evs.append(("lost",) if lost else ("stack", cookie, frames))
             for _ in range(draw(hs.integers(0, 2))):
                 evs.append(("sample", cookie, False))       # after the stack, same entry
+            if not lost and draw(hs.integers(0, 3)) == 0:
+                evs.append(("stack", cookie, frames))
         if draw(hs.booleans()):
             evs.append(("exit",))
     out = []                                # interleave the tasks, keeping each one's order
