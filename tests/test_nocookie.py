@@ -280,7 +280,7 @@ def _replay(events, no_cookie):
     return sorted(got, key=lambda s: s.time), st.report
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(streams())
 def test_random_streams_never_get_a_wrong_stack(events):
     truth, _ = _replay(events, no_cookie=False)
