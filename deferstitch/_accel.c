@@ -829,6 +829,9 @@ static int do_sample(Engine *e, Rec *r) {
             s->cookie = rd64(d + off + 8 + 8 * (nr - 1));
             s->has_cookie = 1;
             s->knr = (uint32_t)nr - 2;
+        } else if (nr >= 1 && rd64(d + off + 8 * nr) == CTX_DEFERRED) {
+            /* the marker without a cookie: matched by task order, which only Python does */
+            free(s); FAILR(e, "deferred callchain without a cookie", r);
         }
     }
     if (s->has_tid) {

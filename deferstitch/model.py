@@ -15,25 +15,40 @@ TASK_EXITED = "task-exited"                           # the task exited before r
 STREAM_ENDED = "stream-ended"                         # input ended with the sample still waiting
 EVICTED = "evicted"                                   # pushed out by --max-pending
 NO_TASK = "no-task-id"                                # the sample carries no tid/time to match on
-REASONS = (DEFERRED_LOST, DEFERRED_LOST_AFTER_LOST, TASK_EXITED, STREAM_ENDED, EVICTED, NO_TASK)
+# Only where stacks carry no cookie (matching by task order, see stitcher.py):
+AMBIGUOUS_NO_COOKIE = "ambiguous-no-cookie"   # taken after its task wrote a stack, before the task
+                                              # was seen in user space: that entry's or the next?
+LOST_NO_COOKIE = "lost-records-no-cookie"     # pending across lost records, or taken after them
+                                              # before its task was seen in user space
+REASONS = (DEFERRED_LOST, DEFERRED_LOST_AFTER_LOST, TASK_EXITED, STREAM_ENDED, EVICTED, NO_TASK,
+           AMBIGUOUS_NO_COOKIE, LOST_NO_COOKIE)
+
+# The cookie of a deferred sample whose chain ends in the marker alone (the pre-cookie layout);
+# real cookies are u64, so -1 is never one.
+NO_COOKIE = -1
 
 
 class Sample:
     """One sample: where and when, the kernel part of its chain, and its cookie (None if the
     chain was not deferred). ``ref`` is the front end's own handle (a perf record, an event).
+    ``user_mode``: taken while the task ran in user space (matching by task order uses it as
+    proof that the task's previous kernel entry is over).
     The stitcher fills ``outcome``, ``reason``, ``user`` (the user frames) and ``after_stack``;
     for a sample that was never deferred it leaves ``user`` as the front end set it (e.g. the
     user frames of a synchronous ftrace user_stack)."""
 
     __slots__ = ("tid", "pid", "cpu", "time", "kernel", "cookie", "ref", "comm",
-                 "outcome", "reason", "user", "after_stack", "lost_seq")
+                 "outcome", "reason", "user", "after_stack", "lost_seq", "user_mode",
+                 "doubt")
 
-    def __init__(self, tid, pid, cpu, time, kernel, cookie, ref=None, comm=None):
+    def __init__(self, tid, pid, cpu, time, kernel, cookie, ref=None, comm=None, user_mode=False):
         self.tid, self.pid, self.cpu, self.time = tid, pid, cpu, time
         self.kernel, self.cookie, self.ref, self.comm = kernel, cookie, ref, comm
         self.outcome = self.reason = self.user = None
         self.after_stack = False
         self.lost_seq = 0
+        self.user_mode = user_mode
+        self.doubt = None       # task order: the stack its task wrote last, if that may be its own
 
     def __repr__(self):
         return "Sample(tid=%s, time=%s, cookie=%s, %s%s)" % (
@@ -43,7 +58,8 @@ class Sample:
 
 class DeferredStack:
     """The user stack of one kernel entry of a task, written when it returned to user space.
-    ``dropped`` counts entries the front end had to drop (context markers inside the stack)."""
+    ``cookie`` is None where the layout has none (NO_COOKIE samples). ``dropped`` counts
+    entries the front end had to drop (context markers inside the stack)."""
 
     __slots__ = ("tid", "pid", "cookie", "time", "frames", "dropped")
 

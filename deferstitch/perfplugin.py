@@ -25,6 +25,7 @@ import threading
 
 from .abi import consts as C
 from .errors import DeferstitchError, FormatError
+from .model import NO_COOKIE
 from .output.folded import frame_name
 from .output.perf_records import PerfContext
 from .output.stitched_file import REPORT_FEATURE
@@ -216,7 +217,13 @@ class Plugin:
             name = sym.get("name") if sym else None
             frames.append((fr.get("ip"), name, fr.get("sym_off", 0) or 0, fr.get("dso")))
         s = self.ours(tid, time) if self.producer is not None else None
-        if s is not None and s.cookie is not None and frames and frames[-1][0] == s.cookie \
+        if s is not None and s.cookie == NO_COOKIE:     # perf knows no such chain: kernel part only
+            if s.outcome == "stitched":
+                frames.extend(self._name(pid, ip) for ip in s.user)
+                self.served["we_stitched"] += 1
+            else:
+                self.served["unmatched"] += 1
+        elif s is not None and s.cookie is not None and frames and frames[-1][0] == s.cookie \
                 and frames[-1][3] is None:
             frames.pop()                            # the cookie frame perf left in
             if s.outcome == "stitched":

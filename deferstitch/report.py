@@ -8,7 +8,7 @@ end counted (records by type, sorter, events by name, ...) under that front end'
 """
 from collections import Counter
 
-from .model import PASSED, STITCHED
+from .model import NO_COOKIE, PASSED, STITCHED
 
 KEEP_FIRST = 20     # unmatched samples and orphan stacks listed one by one
 VERSION = 1         # of to_json()'s shape; reports saved before it (no "version") had the
@@ -31,6 +31,7 @@ class StitchReport:
         self.dropped_frames = 0
         self.lost_records = self.lost_events = 0
         self.max_pending = 0
+        self.deferred_layout = "cookie"   # "no-cookie": matched by task order (stitcher.py)
         self._cells = {}        # (tid, cpu, outcome or reason) -> samples: one lookup a sample
         self._comms = {}        # tid -> comm
         self._by_thread = self._by_cpu = None   # views, built from _cells when asked
@@ -52,7 +53,8 @@ class StitchReport:
         else:
             self.unmatched[s.reason] += 1
             if len(self.first_unmatched) < KEEP_FIRST:
-                self.first_unmatched.append((s.time, s.tid, s.cookie, s.reason))
+                self.first_unmatched.append((s.time, s.tid, None if s.cookie == NO_COOKIE
+                                             else s.cookie, s.reason))
         cell = (s.tid, s.cpu, key)
         cells = self._cells
         cells[cell] = cells.get(cell, 0) + 1
@@ -106,7 +108,7 @@ class StitchReport:
             "deferred_records": self.deferred_records, "duplicate_deferred": self.duplicate_deferred,
             "orphan_deferred": self.orphan_deferred, "dropped_frames": self.dropped_frames,
             "lost_records": self.lost_records, "lost_events": self.lost_events,
-            "max_pending": self.max_pending,
+            "max_pending": self.max_pending, "deferred_layout": self.deferred_layout,
             "first_unmatched": [{"time": t, "tid": tid, "cookie": c, "reason": r}
                                 for t, tid, c, r in self.first_unmatched],
             "orphans": [{"time": t, "tid": tid, "cookie": c} for t, tid, c in self.orphans],
@@ -127,6 +129,7 @@ class StitchReport:
         for k in CORE_COUNTS:
             setattr(r, k, d.get(k, 0))
         r.error = d.get("error")
+        r.deferred_layout = d.get("deferred_layout", "cookie")
         r.unmatched = Counter(d.get("unmatched", {}))
         r.first_unmatched = [(u["time"], u["tid"], u["cookie"], u["reason"]) for u in d.get("first_unmatched", [])]
         r.orphans = [(o["time"], o["tid"], o["cookie"]) for o in d.get("orphans", [])]

@@ -25,11 +25,38 @@ it ends, or when the tid is reused, are "task-exited".
 Also: end of input -> "stream-ended"; a stack that served no sample -> counted as orphan; a
 second stack with the same (tid, cookie) serves nothing again (duplicate). Memory is bounded by
 ``max_pending``: past it the oldest pending sample is given up as "evicted".
+
+Without cookies (the pre-cookie layout; the feeder calls ``use_task_order()``) only the order of
+one task's events can prove which stack is a sample's, and the stitcher never guesses:
+
+    kernel entry A              kernel entry B
+    s1 s2 ─ return ─> stack(A) s3 ─ user: u ─>  s4 ─ return ─> stack(B)
+    └──┴─ pending ──┘          │          └─ pending ──┴────────┘
+       the next stack of T     │             (u, a sample taken in user mode, proves that T
+                               │              left entry A: what follows waits for the next stack)
+                               └ entry A after its stack, or entry B before its own: its stack is
+                                 stack(A) or the next one. Stitched when the two are the same
+                                 frames (either way, that is its stack), else unmatched:
+                                 "ambiguous-no-cookie" -- except the last sample of T before
+                                 stack(B), which is B's: a stack is written only because a
+                                 sample of T asked for it (before the cookie: perf's task work,
+                                 queued by deferred_request() for the event that sampled), and
+                                 a sample asking after its entry's stack was written either gets
+                                 the same frames again (queued anew, run before the return) or
+                                 none (6.19: unwind_deferred_request() keeps the entry's bit
+                                 set until the return). So a sample after stack(A) asked for
+                                 stack(B), and the samples of B's entry come last.
+
+    LOST records may have taken any task's stack: what is pending then, and what comes before its
+    task is seen in user space again, is "lost-records-no-cookie". (A LOST record is written when
+    its ring buffer takes a record again, with that time: a stack lost on one CPU's buffer while
+    the task went on to write its next stack on another can reach us before the LOST does. No
+    field of the captures' samples names their buffer, so task order cannot rule that out.)
 """
 from collections import deque
 
-from .model import (DEFERRED_LOST, DEFERRED_LOST_AFTER_LOST, EVICTED, PASSED, STITCHED,
-                    STREAM_ENDED, TASK_EXITED, UNMATCHED)
+from .model import (AMBIGUOUS_NO_COOKIE, DEFERRED_LOST, DEFERRED_LOST_AFTER_LOST, EVICTED,
+                    LOST_NO_COOKIE, PASSED, STITCHED, STREAM_ENDED, TASK_EXITED, UNMATCHED)
 from .report import StitchReport
 
 DEFAULT_MAX_PENDING = 200_000         # ~120 MB of waiting samples at most
@@ -56,6 +83,16 @@ class Stitcher:
         self.stacks = {}           # tid -> _Stack of its latest kernel entry
         self.lost_seq = 0          # LOST/LOST_SAMPLES records seen so far
         self._order = deque()      # pending samples oldest first, for eviction (resolved ones skipped)
+        self.task_order = False    # match by task order (no cookies): use_task_order()
+        self.stale = {}            # tid -> frames of the stack it wrote, not seen in user space since
+        self.user_seq = {}         # tid -> lost_seq when it was last seen in user space (or forked)
+        self.latest = {}           # tid -> its latest deferred sample (whatever became of it)
+
+    def use_task_order(self):
+        """Match by task order, for stacks that carry no cookie (see above). The feeder calls it
+        before its first deferred sample."""
+        self.task_order = True
+        self.report.deferred_layout = "no-cookie"
 
     # -- events -------------------------------------------------------------------------------
     def sample(self, s):
@@ -63,6 +100,9 @@ class Stitcher:
         rep.samples += 1
         if self.exited:
             self._expire(s.time)
+        if self.task_order:
+            self._sample_in_order(s)
+            return
         if s.cookie is None:
             s.outcome = PASSED
             self._emit(s)
@@ -73,6 +113,10 @@ class Stitcher:
             st.served += 1
             self._stitch(s, st)
             return
+        self._wait(s)
+
+    def _wait(self, s):
+        rep = self.report
         s.lost_seq = self.lost_seq
         q = self.pending.get(s.tid)
         if q is None:
@@ -94,6 +138,9 @@ class Stitcher:
         rep.dropped_frames += d.dropped
         if self.exited:
             self._expire(d.time)
+        if self.task_order:
+            self._deferred_in_order(d)
+            return
         prev = self.stacks.get(d.tid)
         if prev is not None and prev.cookie == d.cookie:
             rep.duplicate_deferred += 1     # same entry re-requested: it has served already
@@ -113,6 +160,46 @@ class Stitcher:
                 self._unmatched(s, DEFERRED_LOST_AFTER_LOST if self.lost_seq > s.lost_seq
                                 else DEFERRED_LOST)
 
+    # -- matching by task order ---------------------------------------------------------------
+    def _sample_in_order(self, s):
+        tid = s.tid
+        if s.cookie is not None:
+            self.latest[tid] = s
+        if s.user_mode:             # T left its last kernel entry: what follows is a new one
+            self.stale.pop(tid, None)
+            self.user_seq[tid] = self.lost_seq
+        if s.cookie is None:
+            s.outcome = PASSED
+            self._emit(s)
+        elif s.user_mode:
+            self._wait(s)
+        elif self.user_seq.get(tid, 0) < self.lost_seq:
+            self._unmatched(s, LOST_NO_COOKIE)
+        else:
+            s.doubt = self.stale.get(tid)
+            self._wait(s)
+
+    def _deferred_in_order(self, d):
+        self.stale[d.tid] = d.frames
+        q = self.pending.pop(d.tid, None)
+        if not q:
+            self.report.orphan(d.time, d.tid, None)
+            return
+        self.npending -= len(q)
+        st = _Stack(None, d.frames, d.time)
+        last = self.latest.get(d.tid)
+        for s in q:
+            if s.doubt is None or s.doubt == d.frames or s is last:
+                self._stitch(s, st)
+            else:
+                self._unmatched(s, AMBIGUOUS_NO_COOKIE)
+
+    def _forget(self, tid):
+        self.stale.pop(tid, None)
+        self.latest.pop(tid, None)
+        self.user_seq.pop(tid, None)
+
+    # -- tasks and losses -------------------------------------------------------------------
     def exit(self, tid, time=None):
         """EXIT of a task: its last stack may still come (see above); a grace period starts."""
         if time is None or not self.exit_grace:
@@ -122,6 +209,9 @@ class Stitcher:
 
     def reuse(self, tid):
         """A new task takes this tid (FORK): what the old one left pending is given up."""
+        if self.task_order:         # a task born now owes no stack from before
+            self.stale.pop(tid, None)
+            self.user_seq[tid] = self.lost_seq
         for i, (_t, old) in enumerate(self.exited):
             if old == tid:
                 del self.exited[i]
@@ -145,11 +235,19 @@ class Stitcher:
         st = self.stacks.pop(tid, None)
         if st is not None:
             self._retire(tid, st)
+        if self.task_order:
+            self._forget(tid)
 
     def lost(self, records=1, events=0):
         self.lost_seq += 1
         self.report.lost_records += records
         self.report.lost_events += events
+        if self.task_order and self.pending:    # the next stack of a task may not be theirs
+            for q in self.pending.values():
+                for s in q:
+                    self._unmatched(s, LOST_NO_COOKIE)
+            self.pending.clear()
+            self.npending = 0
 
     def finish(self):
         while self.exited:
@@ -168,6 +266,8 @@ class Stitcher:
     def reject(self, s, reason):
         """Count a sample that cannot even wait for a stack (e.g. it carries no tid)."""
         self.report.samples += 1
+        if self.task_order and s.tid is not None:
+            self.latest[s.tid] = s      # it may have asked for the next stack: that stack's last
         self._unmatched(s, reason)
 
     def evict_oldest(self):

@@ -4,6 +4,9 @@
     f.sample(tid=10, time=100, kernel=[...], cookie=0xA)
     f.deferred(tid=10, time=200, cookie=0xA, user=[...])
     f.save(path)
+
+``Synth(no_cookie=True)`` writes the layout before the cookie patch: a deferred chain ends with
+the marker alone (any ``cookie`` given only says "deferred") and CALLCHAIN_DEFERRED has no cookie.
 """
 import struct
 
@@ -31,8 +34,9 @@ def make_attr(e="<", size=144, sample_type=BASIC, config=0, defer=True, tail=b""
 
 
 class Synth:
-    def __init__(self, endian="<", attrs=None):
+    def __init__(self, endian="<", attrs=None, no_cookie=False):
         self.e = endian
+        self.no_cookie = no_cookie
         self.evlist = Evlist(endian)
         for i, a in enumerate(attrs or [make_attr(endian)]):
             self.evlist.add(a, [100 + i])
@@ -59,14 +63,15 @@ class Synth:
         return out
 
     def sample(self, tid, time, kernel=K, cookie=None, user=None, attr_index=0, cpu=0, pid=None,
-               ip=None, read=(), branches=None, hw_idx=None):
+               ip=None, read=(), branches=None, hw_idx=None, user_mode=False):
         """``read``: the u64 words of PERF_SAMPLE_READ as the attr's read_format lays them out;
         ``branches``: [(from, to, flags)] of PERF_SAMPLE_BRANCH_STACK (``hw_idx`` when the attr
-        has PERF_SAMPLE_BRANCH_HW_INDEX)."""
+        has PERF_SAMPLE_BRANCH_HW_INDEX); ``user_mode``: taken in user space (header.misc
+        PERF_RECORD_MISC_USER, no kernel part)."""
         lay = self.evlist.entries[attr_index].layout
-        chain = list(kernel)
+        chain = [] if user_mode else list(kernel)
         if cookie is not None:
-            chain += [C.PERF_CONTEXT_USER_DEFERRED, cookie]
+            chain += [C.PERF_CONTEXT_USER_DEFERRED] + ([] if self.no_cookie else [cookie])
         if user:
             chain += [C.PERF_CONTEXT_USER] + list(user)
         st = lay.sample_type
@@ -84,7 +89,8 @@ class Synth:
                           (C.PERF_SAMPLE_BRANCH_STACK, lambda: self._branches(branches or [], hw_idx))):
             if st & bit:
                 body += pack()
-        self._rec(C.PERF_RECORD_SAMPLE, body, misc=1)
+        self._rec(C.PERF_RECORD_SAMPLE, body,
+                  misc=C.PERF_RECORD_MISC_USER if user_mode else C.PERF_RECORD_MISC_KERNEL)
 
     def _branches(self, branches, hw_idx):
         out = struct.pack(self.e + "Q", len(branches))
@@ -96,8 +102,14 @@ class Synth:
 
     def deferred(self, tid, time, cookie, user, attr_index=0):
         ips = [C.PERF_CONTEXT_USER] + list(user)
-        body = struct.pack(self.e + "QQ%dQ" % len(ips), cookie, len(ips), *ips)
+        body = struct.pack(self.e + "Q%dQ" % len(ips), len(ips), *ips)
+        if not self.no_cookie:
+            body = struct.pack(self.e + "Q", cookie) + body
         self._rec(C.PERF_RECORD_CALLCHAIN_DEFERRED, body + self.trailer(tid, time, attr_index), misc=2)
+
+    def fork(self, tid, time, ptid=1):
+        self._rec(C.PERF_RECORD_FORK, struct.pack(self.e + "iiiiQ", tid, ptid, tid, ptid, time)
+                  + self.trailer(tid, time))
 
     def exit(self, tid, time):
         self._rec(C.PERF_RECORD_EXIT, struct.pack(self.e + "iiiiQ", tid, tid, tid, tid, time)

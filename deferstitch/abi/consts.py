@@ -128,7 +128,15 @@ CONTEXT_NAMES = {
     PERF_CONTEXT_GUEST_USER: "PERF_CONTEXT_GUEST_USER",
 }
 
+# The two layouts of deferred callchains: a sample's chain ends [USER_DEFERRED, cookie] and
+# CALLCHAIN_DEFERRED carries the cookie (Linux 6.19), or neither does (the series before its
+# cookie patch). One file holds one of them.
+DEFERRED_COOKIE = "cookie"
+DEFERRED_NO_COOKIE = "no-cookie"
+
 PERF_RECORD_MISC_CPUMODE_MASK = 7
+PERF_RECORD_MISC_KERNEL = 1         # cpumodes (header.misc & CPUMODE_MASK): where the sample was taken
+PERF_RECORD_MISC_USER = 2
 PERF_RECORD_MISC_COMM_EXEC = 1 << 13
 PERF_RECORD_MISC_MMAP_BUILD_ID = 1 << 14
 

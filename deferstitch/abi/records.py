@@ -83,17 +83,42 @@ def parse_ksymbol(data, e, body_end):
     return Ksymbol(addr, ln, kt, fl, _cstr(data, 24, body_end))
 
 
-def parse_deferred(data, e, body_end):
-    # struct {            /* PERF_RECORD_CALLCHAIN_DEFERRED (22), Linux 6.19 */
+# The two layouts of PERF_RECORD_CALLCHAIN_DEFERRED, told apart by the record's size.
+DEFERRED_COOKIE, DEFERRED_NO_COOKIE = C.DEFERRED_COOKIE, C.DEFERRED_NO_COOKIE
+
+
+def deferred_layout(data, e, body_end):
+    """Which CALLCHAIN_DEFERRED layout ``data`` has: the one whose nr fills the body exactly
+    (a cookie is >= 1 << 32 and a pre-cookie ips[0] is PERF_CONTEXT_USER, so only one can);
+    None when neither does."""
+    if body_end >= 24 and struct.unpack_from(e + "Q", data, 16)[0] * 8 + 24 == body_end:
+        return DEFERRED_COOKIE
+    if body_end >= 16 and struct.unpack_from(e + "Q", data, 8)[0] * 8 + 16 == body_end:
+        return DEFERRED_NO_COOKIE
+    return None
+
+
+def parse_deferred(data, e, body_end, layout=DEFERRED_COOKIE):
+    # struct {            /* PERF_RECORD_CALLCHAIN_DEFERRED (22), Linux 6.19 (cookie patch, v15) */
     #   struct perf_event_header header;
     #   u64 cookie; u64 nr; u64 ips[nr];
     #   struct sample_id sample_id;
     # };
-    _need(data, 24, "CALLCHAIN_DEFERRED")
-    cookie, nr = struct.unpack_from(e + "QQ", data, 8)
-    if nr > (body_end - 24) // 8:
+    # struct {            /* before the cookie: "perf: Support deferred user callchains", 2025 */
+    #   struct perf_event_header header;
+    #   u64 nr; u64 ips[nr];
+    #   struct sample_id sample_id;
+    # };                  /* cookie None */
+    if layout == DEFERRED_NO_COOKIE:
+        _need(data, 16, "CALLCHAIN_DEFERRED")
+        cookie, nr, start = None, struct.unpack_from(e + "Q", data, 8)[0], 16
+    else:
+        _need(data, 24, "CALLCHAIN_DEFERRED")
+        cookie, nr = struct.unpack_from(e + "QQ", data, 8)
+        start = 24
+    if nr > (body_end - start) // 8:
         raise ValueError("CALLCHAIN_DEFERRED nr=%d exceeds record size %d" % (nr, len(data)))
-    return Deferred(cookie, struct.unpack_from(e + "%dQ" % nr, data, 24))
+    return Deferred(cookie, struct.unpack_from(e + "%dQ" % nr, data, start))
 
 
 def parse_id_index(data, e):

@@ -57,6 +57,18 @@ def _popcount(x):
     return bin(x).count("1")
 
 
+def split_chain(chain):
+    """(kernel part, cookie, layout) of a callchain. A deferred chain ends
+    ``PERF_CONTEXT_USER_DEFERRED, cookie`` (layout "cookie", Linux 6.19) or, before the cookie
+    patch, the marker alone (layout "no-cookie", cookie None); any other chain gives
+    (chain, None, None). A cookie is never a marker, so the two cannot be confused."""
+    if len(chain) >= 2 and chain[-2] == C.PERF_CONTEXT_USER_DEFERRED:
+        return chain[:-2], chain[-1], C.DEFERRED_COOKIE
+    if chain and chain[-1] == C.PERF_CONTEXT_USER_DEFERRED:
+        return chain[:-1], None, C.DEFERRED_NO_COOKIE
+    return chain, None, None
+
+
 class PerfSample:
     """The decoded fields of one sample. ``callchain_offset`` is where ``u64 nr`` sits in the
     record and ``callchain_end`` where the chain ends, so that a writer can splice a new chain."""

@@ -71,6 +71,9 @@ def sections(rep):
 
 def render(rep, title=None):
     parts = [title] if title else []
+    if rep.deferred_layout == "no-cookie":
+        parts.append("matched by task order: these deferred callchains carry no cookie (the layout "
+                     "before the cookie patch; see README)")
     if rep.error is not None:
         parts.append("INCOMPLETE: the input stopped at %s; the counts are for what was read "
                      "before it" % rep.error)

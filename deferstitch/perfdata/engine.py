@@ -14,10 +14,12 @@ import sys
 from collections import Counter
 
 from ..abi import consts as C
+from ..abi.records import DEFERRED_NO_COOKIE
 from ..abi.sample import _FIXED_AND_CHAIN
 from ..model import PASSED, REASONS, STITCHED
 from ..report import CORE_COUNTS, StitchReport
 from ..stitcher import DEFAULT_EXIT_GRACE
+from .feed import probe_layout
 from .reader import CHUNK, Record, _Decompressor
 from .sorter import DEFAULT_MAX_QUEUED
 
@@ -53,6 +55,11 @@ def unavailable(perf):
         return "damaged feature sections"
     if not all(_simple(e.layout) for e in perf.evlist.entries):
         return "sample fields past the callchain"
+    # (without the defer bit a stray no-cookie chain still reaches the engine, which hands it back)
+    ents = perf.evlist.entries          # (none yet: a pipe-format file, attrs come as records)
+    if (not ents or any(e.attr.defer_callchain for e in ents)) and \
+            probe_layout(perf.path) == DEFERRED_NO_COOKIE:
+        return "deferred callchains without cookies (matched by task order on the Python path)"
     return None
 
 

@@ -12,14 +12,17 @@ from collections import deque
 
 from ..abi import consts as C
 from ..abi import records as R
+from ..abi.sample import split_chain
 from ..errors import FormatError
-from ..model import NO_TASK, DeferredStack, Sample
+from ..model import NO_COOKIE, NO_TASK, DeferredStack, Sample
 from ..stitcher import DEFAULT_MAX_PENDING, Stitcher
+from .reader import PerfData
 from .sorter import OrderStats, ordered
 
 _USER = C.PERF_CONTEXT_USER
 _DEFERRED = C.PERF_CONTEXT_USER_DEFERRED
 _MAX = C.PERF_CONTEXT_MAX
+_CPUMODE, _MODE_USER = C.PERF_RECORD_MISC_CPUMODE_MASK, C.PERF_RECORD_MISC_USER
 
 
 class SampleRef:
@@ -33,13 +36,6 @@ class SampleRef:
     def __init__(self, rec, parsed, entry, period, lead=True):
         self.rec, self.parsed, self.entry, self.period, self.lead = rec, parsed, entry, period, lead
         self.text = None
-
-
-def split_chain(chain):
-    """(kernel part, cookie) of a callchain; cookie None unless it ends [USER_DEFERRED, cookie]."""
-    if len(chain) >= 2 and chain[-2] == _DEFERRED:
-        return chain[:-2], chain[-1]
-    return chain, None
 
 
 def user_frames(ips):
@@ -69,9 +65,38 @@ def lbr_chain(chain, ip, branches):
     return chain[:i + 1] + ((leaf,) if leaf is not None else ()) + tuple(b[0] for b in branches)
 
 
+def probe_layout(path, limit=100_000):
+    """The deferred layout of the perf.data at ``path`` ("cookie" or "no-cookie"), read on a
+    separate handle up to its first deferred chain or CALLCHAIN_DEFERRED record; None when the
+    first ``limit`` records hold neither, or the file is damaged before (the run will say where)."""
+    try:
+        with PerfData.open(path) as perf:
+            for n, rec in enumerate(perf.records()):
+                if n >= limit:
+                    return None
+                if rec.type == C.PERF_RECORD_SAMPLE:
+                    ent = perf.evlist.for_sample(rec.data)
+                    layout = split_chain(ent.layout.parse(rec.data).callchain or ())[2] if ent else None
+                elif rec.type == C.PERF_RECORD_CALLCHAIN_DEFERRED:
+                    ent = perf.evlist.for_trailer(rec.data)
+                    layout = R.deferred_layout(rec.data, perf.endian,
+                                               len(rec.data) - (ent.layout.trailer.size if ent else 0))
+                else:
+                    continue
+                if layout is not None:
+                    return layout
+    except (FormatError, ValueError, struct.error, OSError):
+        return None
+    return None
+
+
 class PerfFeed:
     """Drive a Stitcher from a PerfData; hand ``out.record(rec)`` / ``out.sample(sample)`` to the
-    output in time order. Deferred records are consumed, not passed on."""
+    output in time order. Deferred records are consumed, not passed on.
+
+    The file's deferred layout (``layout``: "cookie" or "no-cookie", None until seen) is set by
+    the first deferred chain or CALLCHAIN_DEFERRED record; without cookies the stitcher matches
+    by task order. A record of the other layout afterwards is damage."""
 
     def __init__(self, perf, out, max_pending=DEFAULT_MAX_PENDING, window=None, observe=None):
         self.perf, self.out = perf, out
@@ -87,6 +112,7 @@ class PerfFeed:
         self.order_stats = OrderStats()
         self.record_counts = {}
         self.error = None
+        self.layout = None
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self):
@@ -159,13 +185,20 @@ class PerfFeed:
         chain = p.callchain or ()
         if len(chain) >= 2 and chain[-2] == _DEFERRED:      # split_chain(), inlined: hot path
             kernel, cookie = chain[:-2], chain[-1]
+            if self.layout != R.DEFERRED_COOKIE:
+                self._layout(R.DEFERRED_COOKIE, "sample")
+        elif chain and chain[-1] == _DEFERRED:
+            kernel, cookie = chain[:-1], NO_COOKIE
+            if self.layout != R.DEFERRED_NO_COOKIE:
+                self._layout(R.DEFERRED_NO_COOKIE, "sample")
         else:
             kernel, cookie = chain, None
             if p.branch_stack is not None and ent.layout.lbr_callstack:
                 kernel = lbr_chain(chain, p.ip, p.branch_stack.entries) or chain
+        user_mode = rec.misc & _CPUMODE == _MODE_USER
         if p.read is None:
             self._one(Sample(p.tid, p.pid, p.cpu, p.time, kernel, cookie,
-                             SampleRef(rec, p, ent, p.period), self.comms.get(p.tid)))
+                             SampleRef(rec, p, ent, p.period), self.comms.get(p.tid), user_mode))
             return
         members = self._members(p, ent)
         if not members:           # nothing perf would show; a rewritten file still keeps it
@@ -173,7 +206,8 @@ class PerfFeed:
             return
         for n, (member, period) in enumerate(members):
             self._one(Sample(p.tid, p.pid, p.cpu, p.time, kernel, cookie,
-                             SampleRef(rec, p, member, period, lead=n == 0), self.comms.get(p.tid)))
+                             SampleRef(rec, p, member, period, lead=n == 0), self.comms.get(p.tid),
+                             user_mode))
 
     def _one(self, s):
         self.fifo.append(s)
@@ -228,7 +262,12 @@ class PerfFeed:
         perf = self.perf
         ent = perf.evlist.for_trailer(rec.data)
         trailer = ent.layout.parse_trailer(rec.data) if ent else {}
-        d = R.parse_deferred(rec.data, perf.endian, self._body_end(rec))
+        body_end = self._body_end(rec)
+        layout = R.deferred_layout(rec.data, perf.endian, body_end)
+        if layout != self.layout:
+            # a size that fits neither layout: the file's (else the cookie one) says what is wrong
+            layout = self._layout(layout, "record") if layout else (self.layout or R.DEFERRED_COOKIE)
+        d = R.parse_deferred(rec.data, perf.endian, body_end, layout)
         frames, dropped = user_frames(d.ips)
         tid = trailer.get("tid")
         if tid is None:
@@ -237,6 +276,17 @@ class PerfFeed:
         self.stitcher.deferred(DeferredStack(tid, trailer.get("pid"), d.cookie, trailer.get("time"),
                                              frames, dropped))
         self._drain()
+
+    def _layout(self, layout, what):
+        """The first deferred chain or record sets the file's layout; the other one later is damage."""
+        if self.layout is None:
+            self.layout = layout
+            if layout == R.DEFERRED_NO_COOKIE:
+                self.stitcher.use_task_order()
+        elif layout != self.layout:
+            raise ValueError("deferred %s in the %s layout, but this file's are in the %s layout"
+                             % (what, layout, self.layout))
+        return layout
 
     # -- ordered output -----------------------------------------------------------------------
     def _resolved(self, s):
