@@ -18,7 +18,8 @@ from ..abi.attr import PerfEventAttr
 from ..errors import FormatError
 from . import features as F
 from .evlist import Evlist
-from .header import HEADER_SIZE, PIPE_HEADER_SIZE, endian_of, parse_header
+from .header import (HEADER_SIZE, HEADER_SIZE_NO_FEATURES, MAGIC_V1, PIPE_HEADER_SIZE, endian_of,
+                     legacy_endian, parse_header)
 
 CHUNK = 1 << 20
 MAX_HEAD = 64 << 20       # attrs + ids before the data section: far more than any real file has
@@ -143,10 +144,19 @@ class PerfData:
         if head is None:
             raise FormatError(path, 0, "empty file, not a perf.data")
         e = endian_of(head)
+        raw_size = self._s.read(8, "header size") if e is not None or head == MAGIC_V1 else None
+        self.version = 2
+        if e is None and raw_size is not None:       # "PERFFILE": the order is in the sizes
+            self.version = 1
+            s = self._s
+            e = legacy_endian(raw_size, bytes(s.buf[s.bpos:s.bpos + 8]) if s.fill(8) else None)
+            if e is None:
+                raise FormatError(path, 8, "legacy perf.data header (PERFFILE) whose sizes fit "
+                                  "no known attr size in either byte order")
         if e is None:
             raise FormatError(path, 0, "not a perf.data file (magic %r)" % bytes(head))
         self.endian = e
-        size = struct.unpack(e + "Q", self._s.read(8, "header size"))[0]
+        size = struct.unpack(e + "Q", raw_size)[0]
         self.pipe = size == PIPE_HEADER_SIZE
         self.evlist = Evlist(e)
         self.features = {}            # feature bit -> raw payload bytes
@@ -155,16 +165,16 @@ class PerfData:
         if self.pipe:
             self.data_start, self.data_end = PIPE_HEADER_SIZE, None
             return
-        if size != HEADER_SIZE:
+        if size not in (HEADER_SIZE, HEADER_SIZE_NO_FEATURES):
             raise FormatError(path, 8, "header size %d is neither %d (file) nor %d (pipe)"
                               % (size, HEADER_SIZE, PIPE_HEADER_SIZE))
-        rest = self._s.read(HEADER_SIZE - 16, "file header")
-        self.header = h = parse_header(head + struct.pack(e + "Q", size) + rest, e)
+        rest = self._s.read(size - 16, "file header")
+        self.header = h = parse_header((head + raw_size + rest).ljust(HEADER_SIZE, b"\0"), e)
         self.data_start, self.data_end = h.data.offset, h.data.offset + h.data.size
         if h.attr_size < 16 + 64 or h.attr_size > 4096 or h.attrs.size % h.attr_size:
             raise FormatError(path, 16, "attr_size %d does not fit an attrs section of %d bytes"
                               % (h.attr_size, h.attrs.size))
-        if h.data.offset < HEADER_SIZE:
+        if h.data.offset < size:
             raise FormatError(path, 40, "data section at %#x overlaps the header" % h.data.offset)
         self._read_attrs(h)
         if self._s.seekable:
