@@ -30,11 +30,12 @@ def default_name(attr):
 class EventEntry:
     """One attr of the session: the attr, its sample ids, its name and its sample layout."""
 
-    __slots__ = ("attr", "ids", "name", "layout", "index")
+    __slots__ = ("attr", "ids", "name", "named", "layout", "index")
 
     def __init__(self, attr, ids, index):
         self.attr, self.ids, self.index = attr, list(ids), index
         self.name = default_name(attr)
+        self.named = False        # a name from the file (EVENT_DESC, EVENT_UPDATE)
         self.layout = SampleLayout(attr)
 
 
@@ -62,10 +63,19 @@ class Evlist:
                 self.by_id.setdefault(ent.id, self.entries[ent.idx])
 
     def name_ids(self, ids, name):
+        """EVENT_UPDATE(NAME): the event of these ids is called ``name`` from now on."""
         for i in ids:
             ent = self.by_id.get(i)
             if ent is not None:
-                ent.name = name
+                ent.name, ent.named = name, True
+
+    def name_by_position(self, names):
+        """EVENT_DESC: its i-th name is the i-th attr's, as perf's evlist__set_event_name()
+        matches them (by index, not by ids, which an entry may lack), an event named already
+        keeping its name."""
+        for ent, name in zip(self.entries, names):
+            if not ent.named and name:
+                ent.name, ent.named = name, True
 
     def _plan(self):
         if len(self.entries) <= 1:

@@ -262,8 +262,8 @@ class PerfData:
         raw = self.features.get(C.HEADER_EVENT_DESC)
         if raw:
             try:
-                for _attr, name, ids in F.parse_event_desc(raw, self.endian):
-                    self.evlist.name_ids(ids, name)
+                desc = F.parse_event_desc(raw, self.endian)
+                self.evlist.name_by_position([name for _attr, name, _ids in desc])
             except (struct.error, ValueError):
                 pass    # the names are a nicety; the attrs section is authoritative
 
