@@ -10,6 +10,7 @@ Usage:
     python3 tests/external.py            # per-file summary: matching/total samples
     python3 tests/external.py --keep     # (re)write perf's outputs of the small files into
                                          # tests/data/external/, so the test runs without perf
+    python3 tests/external.py --stitch   # per file: SAMPLE counts perf reads, original -> stitched
 
 perf's outputs are taken live where the tools are here, else from tests/data/external/
 (``<name>.perf72.txt`` or ``.perf61.txt``, the first line saying which perf and how it exited).
@@ -171,13 +172,55 @@ def check(rel, tools=None):
                 answer=answer)
 
 
+# -- stitch: perf reads what we write ----------------------------------------------------------
+def dump_count(argv, path, cwd):
+    """(exit status, PERF_RECORD_SAMPLE count) of ``perf script -D`` on path (relative to cwd)."""
+    p = subprocess.run([*argv, "script", "-D", "-i", path], capture_output=True, cwd=cwd, timeout=600)
+    return p.returncode, p.stdout.count(b"PERF_RECORD_SAMPLE(")
+
+
+def check_stitch(rel, tmp, tools=None):
+    """``deferstitch stitch`` of EXTERNAL/rel into tmp/st.data, read by each perf that reads
+    the original: {"ours_rc", "ours_err", label: (original count, original exit, stitched count,
+    stitched exit)}; a perf that reads neither is left out."""
+    tmp = Path(tmp)
+    shutil.copy(EXTERNAL / rel, tmp / "orig.data")
+    out = tmp / "st.data"
+    p = subprocess.run([sys.executable, "-m", "deferstitch", "stitch", "-q", str(tmp / "orig.data"),
+                        "-o", str(out)], capture_output=True, text=True, errors="replace", cwd=ROOT,
+                       timeout=600)
+    res = {"ours_rc": p.returncode, "ours_err": p.stderr.strip()}
+    for label, argv in (perf_tools() if tools is None else tools):
+        orc, n = dump_count(argv, "./orig.data", tmp)
+        if orc != 0 and n == 0:
+            continue                     # this perf does not read the original
+        src, sn = dump_count(argv, "./st.data", tmp) if out.exists() else (None, None)
+        res[label] = (n, orc, sn, src)
+    return res
+
+
 def _short(ips):
     if ips is None:
         return "absent"
     return "[%s]" % " ".join("%x" % i for i in ips[:6]) + (" ..." if len(ips) > 6 else "")
 
 
+def main_stitch():
+    import tempfile
+    tools = perf_tools()
+    for rel in files():
+        with tempfile.TemporaryDirectory() as tmp:
+            r = check_stitch(rel, tmp, tools)
+        perfs = ["%s %s->%s%s" % (k, v[0], v[2], "" if v[3] == 0 else " (exit %s)" % v[3])
+                 for k, v in r.items() if k.startswith("perf")]
+        print("%-70s ours exit %d  %s%s" % (rel, r["ours_rc"], "  ".join(perfs) or "no perf reads it",
+                                            "  " + r["ours_err"][-150:] if r["ours_rc"] else ""))
+    return 0
+
+
 def main(argv):
+    if "--stitch" in argv:
+        return main_stitch()
     do_keep = "--keep" in argv
     tools = perf_tools()
     if not files():

@@ -162,6 +162,7 @@ class PerfData:
         self.features = {}            # feature bit -> raw payload bytes
         self.header = None
         self.feature_error = None     # damaged feature sections (file mode), reported at the end
+        self.features_end = None      # the id of a pipe's end-of-features mark, when seen
         if self.pipe:
             self.data_start, self.data_end = PIPE_HEADER_SIZE, None
             return
@@ -364,7 +365,13 @@ class PerfData:
                 self.evlist.add(attr, R.parse_header_attr_ids(rec.data, e, asz))
             elif t == C.PERF_RECORD_ID_INDEX:
                 self.evlist.add_index(R.parse_id_index(rec.data, e))
-            elif t == C.PERF_RECORD_HEADER_FEATURE and len(rec.data) >= 16:
+            elif t == C.PERF_RECORD_HEADER_FEATURE and len(rec.data) == 16:
+                # No payload: the end of the features, the mark perf_event__synthesize_features()
+                # sends with the writer's HEADER_LAST_FEATURE as id (32 while PMU_CAPS was the
+                # last feature; perf 7.x gave 32 to CPU_DOMAIN_INFO). Never a feature: perf
+                # sends none it could not write.
+                self.features_end = struct.unpack_from(e + "Q", rec.data, 8)[0]
+            elif t == C.PERF_RECORD_HEADER_FEATURE and len(rec.data) > 16:
                 bit = struct.unpack_from(e + "Q", rec.data, 8)[0]
                 self.features[bit] = rec.data[16:]
                 if bit == C.HEADER_EVENT_DESC:
