@@ -12,8 +12,9 @@ Usage:
                                          # tests/data/external/, so the test runs without perf
     python3 tests/external.py --stitch   # per file: SAMPLE counts perf reads, original -> stitched
 
-perf's outputs are taken live where the tools are here, else from tests/data/external/
-(``<name>.perf72.txt`` or ``.perf61.txt``, the first line saying which perf and how it exited).
+perf's outputs are taken live where the tools are here, else (or with
+DEFERSTITCH_EXTERNAL_PERF=kept) from tests/data/external/ (``<name>.perf72.txt`` or
+``.perf61.txt``, the first line saying which perf and how it exited).
 """
 import os
 import re
@@ -44,8 +45,11 @@ def kept_name(rel):
 
 # -- perf ---------------------------------------------------------------------------------------
 def perf_tools():
-    """[(label, argv prefix)] of the perfs that can run here: 7.2 (the rig, as root), 6.1."""
+    """[(label, argv prefix)] of the perfs that can run here: 7.2 (the rig, as root), 6.1;
+    none with DEFERSTITCH_EXTERNAL_PERF=kept (the kept outputs only)."""
     out = []
+    if os.environ.get("DEFERSTITCH_EXTERNAL_PERF") == "kept":
+        return out
     rig = SHARED / "rig" / "sid-perf"
     if rig.exists() and os.geteuid() == 0:
         out.append(("perf72", [str(rig)]))
@@ -168,7 +172,7 @@ def check(rel, tools=None):
     if bad is not None:
         diff = "%s: perf %s, ours %s" % (bad, _short(theirs.get(bad)), _short(mine.get(bad)))
     return dict(file=rel, perf=label, perf_rc=rc, matching=same, total=total, ours_rc=orc,
-                ours_err=err.strip().splitlines()[-1:] if orc else [], first_diff=diff,
+                ours_err=err.strip().splitlines() if orc else [], first_diff=diff,
                 answer=answer)
 
 
