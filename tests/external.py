@@ -176,6 +176,25 @@ def check(rel, tools=None):
                 answer=answer)
 
 
+def perf_event_names(argv, rel):
+    """The event names ``perf script -F event`` prints for EVENT_DESC-less and named events
+    alike (None when perf fails)."""
+    rc, out, _err = run_perf(argv, rel, "script", "-F", "event")
+    if rc != 0:
+        return None
+    return {line.strip()[:-1] for line in out.splitlines() if line.strip().endswith(":")}
+
+
+def our_event_names(rel):
+    import json
+    p = subprocess.run([sys.executable, "-m", "deferstitch", "info", "--json", str(EXTERNAL / rel)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    try:                  # (on damage info still prints what it read, then exits 2)
+        return {a["name"] for a in json.loads(p.stdout)["attrs"]}
+    except ValueError:
+        return None
+
+
 # -- stitch: perf reads what we write ----------------------------------------------------------
 def dump_count(argv, path, cwd):
     """(exit status, PERF_RECORD_SAMPLE count) of ``perf script -D`` on path (relative to cwd)."""

@@ -76,6 +76,27 @@ def test_stitched_file_is_read_by_perf(rel, tmp_path):
         assert (src, sn) == (0, n), label
 
 
+NAMES_KNOWN = {
+    "perfparser/probe.data.stream":
+        "a tracepoint without EVENT_DESC: perf names it from the tracing data's formats",
+    "perf_data_converter/perf.data.intel_pt-4.14":
+        "perf names the samples it synthesizes from the Intel PT trace",
+}
+
+
+@pytest.mark.parametrize("rel", _files())
+def test_event_names_are_perfs(rel, request):
+    """The name perf 7.2 prints for each event with samples is the name we give it: EVENT_DESC
+    by position, else the generic name with perf 6.12+'s modifiers (":uppp", ":H")."""
+    if rel in NAMES_KNOWN:
+        request.applymarker(pytest.mark.xfail(reason=NAMES_KNOWN[rel], strict=True))
+    tool = need_sid_perf()
+    theirs = X.perf_event_names([tool], rel)
+    if theirs is None:
+        pytest.skip("perf 7.2 does not read %s" % rel)
+    assert theirs <= (X.our_event_names(rel) or set())
+
+
 # -- item 1: perf script's header line --------------------------------------------------------
 HEAD_TO_IP = r"^(.*?\d+\.\d+:\s+\d+\s+\S+: ) ([ 0-9a-f]{16})(?: |$)"
 

@@ -21,10 +21,25 @@ _HW = ["cycles", "instructions", "cache-references", "cache-misses", "branches",
 
 def default_name(attr):
     if attr.type == 1 and attr.config < len(_SW):
-        return _SW[attr.config]
+        return _SW[attr.config] + modifiers(attr)
     if attr.type == 0 and attr.config < len(_HW):
-        return _HW[attr.config]
+        return _HW[attr.config] + modifiers(attr)
     return "event(type=%d,config=%#x)" % (attr.type, attr.config)
+
+
+def modifiers(attr):
+    """":uppp"-style suffix of an unnamed event, as perf 6.12+ evsel__add_modifiers() writes it:
+    the levels counted when some are excluded, precise_ip as p's, H/G when host or guest is
+    excluded (perf before 6.12 wrote H/G on another rule; 7.x is the reference here)."""
+    f = attr.flags
+    excl = lambda bit: f >> bit & 1      # noqa: E731 (FLAG_BITS positions)
+    out = ""
+    if excl(4) or excl(5) or excl(6):    # exclude_user, exclude_kernel, exclude_hv
+        out += "".join(c for c, bit in (("k", 5), ("u", 4), ("h", 6)) if not excl(bit))
+    out += "p" * (f >> 15 & 3)            # precise_ip
+    if excl(19) or excl(20):             # exclude_host, exclude_guest
+        out += "".join(c for c, bit in (("H", 19), ("G", 20)) if not excl(bit))
+    return ":" + out if out else ""
 
 
 class EventEntry:
