@@ -205,7 +205,8 @@ def dump_count(argv, path, cwd):
 def check_stitch(rel, tmp, tools=None):
     """``deferstitch stitch`` of EXTERNAL/rel into tmp/st.data, read by each perf that reads
     the original: {"ours_rc", "ours_err", label: (original count, original exit, stitched count,
-    stitched exit)}; a perf that reads neither is left out."""
+    stitched exit)}; a perf that refuses the original has (None, exit, ...) (perf 6.1 reads
+    stitched files of perf 6.5+ it refuses)."""
     tmp = Path(tmp)
     shutil.copy(EXTERNAL / rel, tmp / "orig.data")
     out = tmp / "st.data"
@@ -216,7 +217,7 @@ def check_stitch(rel, tmp, tools=None):
     for label, argv in (perf_tools() if tools is None else tools):
         orc, n = dump_count(argv, "./orig.data", tmp)
         if orc != 0 and n == 0:
-            continue                     # this perf does not read the original
+            n = None                     # this perf does not read the original
         src, sn = dump_count(argv, "./st.data", tmp) if out.exists() else (None, None)
         res[label] = (n, orc, sn, src)
     return res
@@ -234,7 +235,8 @@ def main_stitch():
     for rel in files():
         with tempfile.TemporaryDirectory() as tmp:
             r = check_stitch(rel, tmp, tools)
-        perfs = ["%s %s->%s%s" % (k, v[0], v[2], "" if v[3] == 0 else " (exit %s)" % v[3])
+        perfs = ["%s %s->%s%s" % (k, "-" if v[0] is None else v[0], v[2],
+                                  "" if v[3] == 0 else " (exit %s)" % v[3])
                  for k, v in r.items() if k.startswith("perf")]
         print("%-70s ours exit %d  %s%s" % (rel, r["ours_rc"], "  ".join(perfs) or "no perf reads it",
                                             "  " + r["ours_err"][-150:] if r["ours_rc"] else ""))
