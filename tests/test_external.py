@@ -2,7 +2,11 @@
 the harness is tests/external.py), and the four layouts that once differed, on small copies kept
 in tests/data/external with the outputs of the real perf 6.1 and 7.2 beside them.
 """
+import json
+import re
+import shutil
 import struct
+import subprocess
 
 import pytest
 
@@ -112,7 +116,6 @@ def test_script_header_line_is_perfs():
     columns, event names right-aligned to the longest, the sample's ip on the header line and
     no blank line, exactly as perf 7.2's default ``perf script`` prints them (the text after
     the ip is the symbol, which needs the recording machine's kallsyms)."""
-    import re
     name = "perf_data_converter__perf.data.singleprocess-3.4"
     theirs = (KEPT / (name + ".script.perf72.txt")).read_text().splitlines()
     r = run_cli("script", "--no-symbols", "-q", KEPT / name)
@@ -174,7 +177,6 @@ def _stats(text):
 def test_v1_header_reads_as_perf_reads_it(tmp_path):
     """hotspot's perf.data.true.v1 (PERFFILE): the records perf 6.1 and 7.2 count, and a
     stitched file both read (live, when they are here)."""
-    import json
     name = "hotspot__perf.data.true.v1"
     want = _stats((KEPT / (name + ".stats.perf61.txt")).read_text())
     assert want == _stats((KEPT / (name + ".stats.perf72.txt")).read_text())
@@ -239,8 +241,6 @@ def test_pipe_end_of_features_mark_is_no_feature(tmp_path):
 
 def test_perf72_reads_the_stitched_pipe_file(tmp_path):
     """The same, through the real perf 7.2: no "Invalid HEADER_CPU_DOMAIN_INFO", 9 samples."""
-    import shutil
-    import subprocess
     tool = need_sid_perf()
     name = "perf_data_converter__perf.data.piped.header_features_aligned-6.12"
     shutil.copy(KEPT / name, tmp_path / "orig.data")
