@@ -15,6 +15,7 @@ from conftest import DATA, need_sid_perf, run_cli
 from synth import Synth, make_attr
 
 from deferstitch.abi import consts as C
+from deferstitch.perfdata import tracing_data
 from deferstitch.perfdata.reader import PerfData
 
 KEPT = DATA / "external"
@@ -87,8 +88,6 @@ def test_stitched_file_is_read_by_perf(rel, tmp_path):
 
 
 NAMES_KNOWN = {
-    "perfparser/probe.data.stream":
-        "a tracepoint without EVENT_DESC: perf names it from the tracing data's formats",
     "perf_data_converter/perf.data.intel_pt-4.14":
         "perf names the samples it synthesizes from the Intel PT trace",
 }
@@ -143,6 +142,36 @@ def test_event_desc_without_ids_names_by_position():
     r = run_cli("script", "--no-symbols", "-q", KEPT / name)
     assert r.returncode == 0, r.stderr
     assert " probe_untitled1:main: " in r.stdout.decode()
+
+
+def test_tracepoint_named_from_tracing_data():
+    """perfparser's probe.data.stream (pipe, no EVENT_DESC): perf names the uprobe from the
+    tracing data's format of its ID, and so do we."""
+    name = "perfparser__probe.data.stream"
+    want = {(KEPT / ("%s.event.%s.txt" % (name, label))).read_text().split(": ")[1]
+            for label in ("perf61", "perf72")}
+    assert want == {"probe_untitled1:main"}
+    r = run_cli("script", "--no-symbols", "-q", KEPT / name)
+    assert r.returncode == 0, r.stderr
+    assert " probe_untitled1:main: " in r.stdout.decode()
+
+
+def test_tracing_data_names_agree_with_event_desc():
+    """Where a file of ../shared/external has both, the tracing data names each tracepoint as
+    its EVENT_DESC (perf's own name) does."""
+    checked = []
+    for rel in X.files():
+        with PerfData.open(str(X.EXTERNAL / rel)) as p:
+            raw, desc = p.features.get(C.HEADER_TRACING_DATA), p.feature(C.HEADER_EVENT_DESC)
+            if not raw or not desc:
+                continue
+            names = tracing_data.event_names(raw)
+            tps = [(e.attr.config, d["name"]) for e, d in zip(p.evlist.entries, desc)
+                   if e.attr.type == C.PERF_TYPE_TRACEPOINT]
+            assert all(names.get(config) == n for config, n in tps), (rel, tps, names)
+            checked += tps
+    if not checked:
+        pytest.skip("no file with tracing data and EVENT_DESC in ../shared/external")
 
 
 def test_event_desc_names_follow_attr_order(tmp_path):

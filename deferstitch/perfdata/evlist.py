@@ -84,6 +84,13 @@ class Evlist:
             if ent is not None:
                 ent.name, ent.named = name, True
 
+    def name_tracepoints(self, names):
+        """Tracing data: an unnamed tracepoint event is "system:name" of the format whose ID is
+        its config (perf's evsel__tp_format), until EVENT_DESC or EVENT_UPDATE name it."""
+        for ent in self.entries:
+            if ent.attr.type == C.PERF_TYPE_TRACEPOINT and not ent.named and ent.attr.config in names:
+                ent.name = names[ent.attr.config]
+
     def name_by_position(self, names):
         """EVENT_DESC: its i-th name is the i-th attr's, as perf's evlist__set_event_name()
         matches them (by index, not by ids, which an entry may lack), an event named already

@@ -17,6 +17,7 @@ from ..abi import records as R
 from ..abi.attr import PerfEventAttr
 from ..errors import FormatError
 from . import features as F
+from . import tracing_data
 from .evlist import Evlist
 from .header import (HEADER_SIZE, HEADER_SIZE_NO_FEATURES, MAGIC_V1, PIPE_HEADER_SIZE, endian_of,
                      legacy_endian, parse_header)
@@ -28,7 +29,8 @@ MAX_READ = 64 << 20       # one read() at most, whatever length a record claims
 
 # Record types that carry metadata (PerfData._note reads them as they pass).
 _NOTE_TYPES = frozenset((C.PERF_RECORD_HEADER_ATTR, C.PERF_RECORD_ID_INDEX,
-                         C.PERF_RECORD_HEADER_FEATURE, C.PERF_RECORD_EVENT_UPDATE))
+                         C.PERF_RECORD_HEADER_FEATURE, C.PERF_RECORD_EVENT_UPDATE,
+                         C.PERF_RECORD_HEADER_TRACING_DATA))   # (the C engine hands this one back)
 
 
 class Record:
@@ -260,6 +262,9 @@ class PerfData:
         self._apply_features()
 
     def _apply_features(self):
+        tracing = self.features.get(C.HEADER_TRACING_DATA)
+        if tracing:
+            self.evlist.name_tracepoints(tracing_data.event_names(tracing))
         raw = self.features.get(C.HEADER_EVENT_DESC)
         if raw:
             try:
@@ -376,6 +381,8 @@ class PerfData:
                 self.features[bit] = rec.data[16:]
                 if bit == C.HEADER_EVENT_DESC:
                     self._apply_features()
+            elif t == C.PERF_RECORD_HEADER_TRACING_DATA:
+                self.evlist.name_tracepoints(tracing_data.event_names(rec.extra))
             elif t == C.PERF_RECORD_EVENT_UPDATE:
                 named = R.parse_event_update_name(rec.data, e)
                 if named:
