@@ -288,3 +288,23 @@ def test_writer_drops_empty_feature_sections(tmp_path):
                                                   5: b"\x04\0\0\0" + b"7.2\0"})
     assert _feature_sections(path) == {5: 8}     # HOSTNAME (3) empty, VERSION (5) kept
 
+
+
+def test_script_mixed_callchain_and_not_same_on_both_paths(tmp_path):
+    """One event with callchains, one without, the second appearing late: the C engine hands
+    the file to the Python path at the first sample without one, and the text is the Python
+    path's, every sample once (the engine's text before the hand-over is not repeated)."""
+    import os
+    st = C.PERF_SAMPLE_IDENTIFIER | C.PERF_SAMPLE_IP | C.PERF_SAMPLE_TID | C.PERF_SAMPLE_TIME \
+        | C.PERF_SAMPLE_PERIOD
+    f = Synth(attrs=[make_attr(sample_type=st | C.PERF_SAMPLE_CALLCHAIN, defer=False),
+                     make_attr(sample_type=st, config=1, defer=False)])
+    for i in range(300):
+        f.sample(7, 1000 * (i + 1), attr_index=1 if i >= 250 and i % 2 else 0)
+    path = f.save(tmp_path / "m.data")
+    a = run_cli("script", "--no-symbols", "-q", path)
+    b = run_cli("script", "--no-symbols", "-q", path, env=dict(os.environ, DEFERSTITCH_ACCEL="0"))
+    assert a.returncode == b.returncode == 0, a.stderr
+    assert a.stdout == b.stdout
+    text = a.stdout.decode()
+    assert text.count(" cpu-clock: ") == 300 - 25 and text.count("task-clock:  ffffffff81000010 ") == 25
