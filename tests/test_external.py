@@ -3,6 +3,7 @@ the harness is tests/external.py), and the four layouts that once differed, on s
 in tests/data/external with the outputs of the real perf 6.1 and 7.2 beside them.
 """
 import json
+import os
 import re
 import shutil
 import struct
@@ -294,7 +295,6 @@ def test_script_mixed_callchain_and_not_same_on_both_paths(tmp_path):
     """One event with callchains, one without, the second appearing late: the C engine hands
     the file to the Python path at the first sample without one, and the text is the Python
     path's, every sample once (the engine's text before the hand-over is not repeated)."""
-    import os
     st = C.PERF_SAMPLE_IDENTIFIER | C.PERF_SAMPLE_IP | C.PERF_SAMPLE_TID | C.PERF_SAMPLE_TIME \
         | C.PERF_SAMPLE_PERIOD
     f = Synth(attrs=[make_attr(sample_type=st | C.PERF_SAMPLE_CALLCHAIN, defer=False),
