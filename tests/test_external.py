@@ -308,3 +308,16 @@ def test_script_mixed_callchain_and_not_same_on_both_paths(tmp_path):
     assert a.stdout == b.stdout
     text = a.stdout.decode()
     assert text.count(" cpu-clock: ") == 300 - 25 and text.count("task-clock:  ffffffff81000010 ") == 25
+
+
+def test_v1_pipe_header(tmp_path):
+    """A pipe file under the v1 magic: its size field (16) gives the byte order
+    (try_all_pipe_abis)."""
+    src = KEPT / "perfparser__probe.data.stream"
+    raw = bytearray(src.read_bytes())
+    raw[0:8] = b"PERFFILE"
+    v1 = tmp_path / "v1.data"
+    v1.write_bytes(bytes(raw))
+    a, b = run_cli("report", "--json", src), run_cli("report", "--json", v1)
+    assert a.returncode == b.returncode == 0, b.stderr
+    assert json.loads(a.stdout)["samples"] == json.loads(b.stdout)["samples"] == 1
