@@ -68,7 +68,8 @@ def cmd_info(args):
     }
     if perf.header is not None:
         h = perf.header
-        info["header"] = {"attr_size": h.attr_size, "attrs": list(h.attrs), "data": list(h.data)}
+        info["header"] = {"version": perf.version, "attr_size": h.attr_size, "attrs": list(h.attrs),
+                          "data": list(h.data)}
     if perf.warning is not None:
         info["warning"] = perf.warning
     if args.json:
@@ -76,8 +77,9 @@ def cmd_info(args):
     else:
         print("%s: %s mode, %s endian" % (args.input, info["mode"], info["endian"]))
         if "header" in info:
-            print("header: attr_size %d, attrs at %#x (%d bytes), data at %#x (%d bytes)"
-                  % (h.attr_size, h.attrs.offset, h.attrs.size, h.data.offset, h.data.size))
+            print("header: %sattr_size %d, attrs at %#x (%d bytes), data at %#x (%d bytes)"
+                  % ("v1 (PERFFILE), " if perf.version == 1 else "", h.attr_size, h.attrs.offset,
+                     h.attrs.size, h.data.offset, h.data.size))
         if perf.warning is not None:
             print("warning: " + perf.warning)
         print()

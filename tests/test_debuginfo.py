@@ -266,7 +266,7 @@ def _dynsym_names(path):
 
 # -- the kernel ---------------------------------------------------------------------------------
 
-SP = DATA / "singleprocess-3.4.data"        # maps the kernel; its build id is no machine's here
+SP = DATA / "external" / "perf_data_converter__perf.data.singleprocess-3.4"   # maps the kernel; its build id is no machine's here
 LBR = DATA / "external" / "perf.lbr.data"   # kernel frames and build id, but no kernel map
 
 

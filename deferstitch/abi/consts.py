@@ -1,5 +1,8 @@
 """perf_event.h constants: record types, sample_type bits, callchain context markers (Linux 7.3 uapi)."""
 
+# enum perf_type_id: the attr types perf names without help (perfdata/evlist.py)
+PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT = 0, 1, 2
+
 # enum perf_event_type (include/uapi/linux/perf_event.h); 22 is new in Linux 6.19.
 RECORD_NAMES = {
     1: "MMAP", 2: "LOST", 3: "COMM", 4: "EXIT", 5: "THROTTLE", 6: "UNTHROTTLE", 7: "FORK", 8: "READ",

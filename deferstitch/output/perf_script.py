@@ -1,15 +1,21 @@
 """perf script's default text layout, so speedscope, Firefox Profiler and stackcollapse-perf.pl
-read it as they read perf's own:
+read it as they read perf's own (builtin-script.c, perf_sample__fprintf_start and process_event):
 
-    comm   tid [cpu] secs.usecs: period event:
-    \t%16lx sym+0xoff (dso)            one frame a line, innermost first
-    (blank line between samples)
+    comm %7d [%03d] %5lu.%06lu: %10lu %*s:       a sample of an event with a callchain,
+    \t%16lx sym+0xoff (dso)                      then one frame a line, innermost first,
+    (blank line)                                 and a blank line
+    %16s %7d [%03d] %5lu.%06lu: %10lu %*s:  %16lx sym+0xoff (dso)
+                                                 without one: comm padded, the sample's ip
+                                                 on the header line, no blank line
+
+The event name is right-aligned to the longest name of the session (evlist__max_name_len).
 
 A sample's text is made when its outcome is known (names then see the maps as they were when its
 stack was taken) and written when its turn comes in time order.
 """
 from ..abi import consts as C
-from .frames import StackCache, sample_ips, sample_period, sym_text, weight
+from ..perfdata.engine import Fallback
+from .frames import StackCache, name_ips, sample_ips, sample_period, sym_text, weight
 
 
 def _frame_lines(_pid, frames):
@@ -23,6 +29,7 @@ class PerfScript:
         self._ready = {}          # sample number -> text, until its turn (the C engine's path)
         self.written = 0          # samples written so far
         self.skip = 0             # samples already written by a run that fell back (see pipeline.run)
+        self._name_width = None   # taken at the first sample, as perf does: names come first
 
     def record(self, rec):
         pass
@@ -31,7 +38,7 @@ class PerfScript:
         """A sample from the Python path (PerfFeed)."""
         ips = tuple(sample_ips(s))
         s.ref.text = self._text(s.pid, s.tid, self.ctx.comm(s), ips[:self.max_stack], sample_period(s),
-                                s.ref.entry, s.cpu, s.time)
+                                s.ref.entry, s.cpu, s.time, s.ref.parsed.ip)
 
     def sample(self, s):
         if self.skip:             # both paths give the same samples in the same order
@@ -43,6 +50,8 @@ class PerfScript:
     def resolved_ips(self, pid, tid, comm, ips, period, entry, cpu, time, number):
         """A sample from the C engine (perfdata/engine.py): ``ips`` as native u64 bytes."""
         ent = self.ctx.perf.evlist.entries[entry]
+        if not ent.layout.has_callchain:      # the engine hands over chains, not the sample's ip
+            raise Fallback("a sample without a callchain (perf script prints its ip)")
         if self.max_stack is not None:
             ips = ips[:8 * self.max_stack]
         self._ready[number] = self._text(pid, tid, self.ctx.comm_of(tid, comm), ips,
@@ -53,13 +62,21 @@ class PerfScript:
         self.f.write(self._ready.pop(number))
         self.written += 1
 
-    def _text(self, pid, tid, comm, ips, period, entry, cpu, time):
-        head = "%s %7d " % (comm, tid if tid is not None else -1)
+    def _text(self, pid, tid, comm, ips, period, entry, cpu, time, ip=None):
+        chain = entry.layout.has_callchain
+        head = ("%s %7d " if chain else "%16s %7d ") % (comm, tid if tid is not None else -1)
         if entry.layout.sample_type & C.PERF_SAMPLE_CPU:
             head += "[%03d] " % cpu
         if time is not None:
             head += "%5d.%06d: " % (time // 1000000000, time % 1000000000 // 1000)
-        return "%s%10d %s: %s\n\n" % (head, period, entry.name, self._frames.get(pid, ips))
+        if self._name_width is None:
+            self._name_width = max(len(e.name) for e in self.ctx.perf.evlist.entries)
+        head = "%s%10d %*s: " % (head, period, self._name_width, entry.name)
+        if chain:
+            return "%s%s\n\n" % (head, self._frames.get(pid, ips))
+        if ip is None:            # no PERF_SAMPLE_IP: nothing to show
+            return head + "\n"
+        return "%s %s\n" % (head, _frame_lines(pid, name_ips(pid, (ip,), self.ctx))[2:])
 
     def close(self):
         pass

@@ -21,20 +21,36 @@ _HW = ["cycles", "instructions", "cache-references", "cache-misses", "branches",
 
 def default_name(attr):
     if attr.type == 1 and attr.config < len(_SW):
-        return _SW[attr.config]
+        return _SW[attr.config] + modifiers(attr)
     if attr.type == 0 and attr.config < len(_HW):
-        return _HW[attr.config]
+        return _HW[attr.config] + modifiers(attr)
     return "event(type=%d,config=%#x)" % (attr.type, attr.config)
+
+
+def modifiers(attr):
+    """":uppp"-style suffix of an unnamed event, as perf 6.12+ evsel__add_modifiers() writes it:
+    the levels counted when some are excluded, precise_ip as p's, H/G when host or guest is
+    excluded (perf before 6.12 wrote H/G on another rule; 7.x is the reference here)."""
+    f = attr.flags
+    excl = lambda bit: f >> bit & 1      # noqa: E731 (FLAG_BITS positions)
+    out = ""
+    if excl(4) or excl(5) or excl(6):    # exclude_user, exclude_kernel, exclude_hv
+        out += "".join(c for c, bit in (("k", 5), ("u", 4), ("h", 6)) if not excl(bit))
+    out += "p" * (f >> 15 & 3)            # precise_ip
+    if excl(19) or excl(20):             # exclude_host, exclude_guest
+        out += "".join(c for c, bit in (("H", 19), ("G", 20)) if not excl(bit))
+    return ":" + out if out else ""
 
 
 class EventEntry:
     """One attr of the session: the attr, its sample ids, its name and its sample layout."""
 
-    __slots__ = ("attr", "ids", "name", "layout", "index")
+    __slots__ = ("attr", "ids", "name", "named", "layout", "index")
 
     def __init__(self, attr, ids, index):
         self.attr, self.ids, self.index = attr, list(ids), index
         self.name = default_name(attr)
+        self.named = False        # a name from the file (EVENT_DESC, EVENT_UPDATE)
         self.layout = SampleLayout(attr)
 
 
@@ -62,10 +78,26 @@ class Evlist:
                 self.by_id.setdefault(ent.id, self.entries[ent.idx])
 
     def name_ids(self, ids, name):
+        """EVENT_UPDATE(NAME): the event of these ids is called ``name`` from now on."""
         for i in ids:
             ent = self.by_id.get(i)
             if ent is not None:
-                ent.name = name
+                ent.name, ent.named = name, True
+
+    def name_tracepoints(self, names):
+        """Tracing data: an unnamed tracepoint event is "system:name" of the format whose ID is
+        its config (perf's evsel__tp_format), until EVENT_DESC or EVENT_UPDATE name it."""
+        for ent in self.entries:
+            if ent.attr.type == C.PERF_TYPE_TRACEPOINT and not ent.named and ent.attr.config in names:
+                ent.name = names[ent.attr.config]
+
+    def name_by_position(self, names):
+        """EVENT_DESC: its i-th name is the i-th attr's, as perf's evlist__set_event_name()
+        matches them (by index, not by ids, which an entry may lack), an event named already
+        keeping its name."""
+        for ent, name in zip(self.entries, names):
+            if not ent.named and name:
+                ent.name, ent.named = name, True
 
     def _plan(self):
         if len(self.entries) <= 1:

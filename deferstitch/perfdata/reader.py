@@ -17,8 +17,10 @@ from ..abi import records as R
 from ..abi.attr import PerfEventAttr
 from ..errors import FormatError
 from . import features as F
+from . import tracing_data
 from .evlist import Evlist
-from .header import HEADER_SIZE, PIPE_HEADER_SIZE, endian_of, parse_header
+from .header import (HEADER_SIZE, HEADER_SIZE_NO_FEATURES, MAGIC_V1, PIPE_HEADER_SIZE, endian_of,
+                     legacy_endian, parse_header)
 
 CHUNK = 1 << 20
 MAX_HEAD = 64 << 20       # attrs + ids before the data section: far more than any real file has
@@ -27,7 +29,8 @@ MAX_READ = 64 << 20       # one read() at most, whatever length a record claims
 
 # Record types that carry metadata (PerfData._note reads them as they pass).
 _NOTE_TYPES = frozenset((C.PERF_RECORD_HEADER_ATTR, C.PERF_RECORD_ID_INDEX,
-                         C.PERF_RECORD_HEADER_FEATURE, C.PERF_RECORD_EVENT_UPDATE))
+                         C.PERF_RECORD_HEADER_FEATURE, C.PERF_RECORD_EVENT_UPDATE,
+                         C.PERF_RECORD_HEADER_TRACING_DATA))   # (the C engine hands this one back)
 
 
 class Record:
@@ -143,29 +146,39 @@ class PerfData:
         if head is None:
             raise FormatError(path, 0, "empty file, not a perf.data")
         e = endian_of(head)
+        raw_size = self._s.read(8, "header size") if e is not None or head == MAGIC_V1 else None
+        self.version = 2
+        if e is None and raw_size is not None:       # "PERFFILE": the order is in the sizes
+            self.version = 1
+            s = self._s
+            e = legacy_endian(raw_size, bytes(s.buf[s.bpos:s.bpos + 8]) if s.fill(8) else None)
+            if e is None:
+                raise FormatError(path, 8, "legacy perf.data header (PERFFILE) whose sizes fit "
+                                  "no known attr size in either byte order")
         if e is None:
             raise FormatError(path, 0, "not a perf.data file (magic %r)" % bytes(head))
         self.endian = e
-        size = struct.unpack(e + "Q", self._s.read(8, "header size"))[0]
+        size = struct.unpack(e + "Q", raw_size)[0]
         self.pipe = size == PIPE_HEADER_SIZE
         self.evlist = Evlist(e)
         self.features = {}            # feature bit -> raw payload bytes
         self.header = None
         self.feature_error = None     # damaged feature sections (file mode), reported at the end
         self.warning = None           # the header does not cover the records (see _data_bounds)
+        self.features_end = None      # the id of a pipe's end-of-features mark, when seen
         if self.pipe:
             self.data_start, self.data_end = PIPE_HEADER_SIZE, None
             return
-        if size != HEADER_SIZE:
+        if size not in (HEADER_SIZE, HEADER_SIZE_NO_FEATURES):
             raise FormatError(path, 8, "header size %d is neither %d (file) nor %d (pipe)"
                               % (size, HEADER_SIZE, PIPE_HEADER_SIZE))
-        rest = self._s.read(HEADER_SIZE - 16, "file header")
-        self.header = h = parse_header(head + struct.pack(e + "Q", size) + rest, e)
+        rest = self._s.read(size - 16, "file header")
+        self.header = h = parse_header((head + raw_size + rest).ljust(HEADER_SIZE, b"\0"), e)
         self.data_start, self.data_end = h.data.offset, h.data.offset + h.data.size
         if h.attr_size < 16 + 64 or h.attr_size > 4096 or h.attrs.size % h.attr_size:
             raise FormatError(path, 16, "attr_size %d does not fit an attrs section of %d bytes"
                               % (h.attr_size, h.attrs.size))
-        if h.data.offset < HEADER_SIZE:
+        if h.data.offset < size:
             raise FormatError(path, 40, "data section at %#x overlaps the header" % h.data.offset)
         self._read_attrs(h)
         if self._s.seekable:
@@ -278,11 +291,14 @@ class PerfData:
         self._apply_features()
 
     def _apply_features(self):
+        tracing = self.features.get(C.HEADER_TRACING_DATA)
+        if tracing:
+            self.evlist.name_tracepoints(tracing_data.event_names(tracing))
         raw = self.features.get(C.HEADER_EVENT_DESC)
         if raw:
             try:
-                for _attr, name, ids in F.parse_event_desc(raw, self.endian):
-                    self.evlist.name_ids(ids, name)
+                desc = F.parse_event_desc(raw, self.endian)
+                self.evlist.name_by_position([name for _attr, name, _ids in desc])
             except (struct.error, ValueError):
                 pass    # the names are a nicety; the attrs section is authoritative
 
@@ -385,11 +401,19 @@ class PerfData:
                 self.evlist.add(attr, R.parse_header_attr_ids(rec.data, e, asz))
             elif t == C.PERF_RECORD_ID_INDEX:
                 self.evlist.add_index(R.parse_id_index(rec.data, e))
-            elif t == C.PERF_RECORD_HEADER_FEATURE and len(rec.data) >= 16:
+            elif t == C.PERF_RECORD_HEADER_FEATURE and len(rec.data) == 16:
+                # No payload: the end of the features, the mark perf_event__synthesize_features()
+                # sends with the writer's HEADER_LAST_FEATURE as id (32 while PMU_CAPS was the
+                # last feature; perf 7.x gave 32 to CPU_DOMAIN_INFO). Never a feature: perf
+                # sends none it could not write.
+                self.features_end = struct.unpack_from(e + "Q", rec.data, 8)[0]
+            elif t == C.PERF_RECORD_HEADER_FEATURE and len(rec.data) > 16:
                 bit = struct.unpack_from(e + "Q", rec.data, 8)[0]
                 self.features[bit] = rec.data[16:]
                 if bit == C.HEADER_EVENT_DESC:
                     self._apply_features()
+            elif t == C.PERF_RECORD_HEADER_TRACING_DATA:
+                self.evlist.name_tracepoints(tracing_data.event_names(rec.extra))
             elif t == C.PERF_RECORD_EVENT_UPDATE:
                 named = R.parse_event_update_name(rec.data, e)
                 if named:

@@ -80,7 +80,8 @@ class PerfWriter:
         asize = self._attr_size(entries)
         if C.HEADER_EVENT_DESC in feats:
             feats[C.HEADER_EVENT_DESC] = self._event_desc(feats[C.HEADER_EVENT_DESC], entries, asize)
-        bits = sorted(b for b in feats if 0 < b < C.HEADER_FEAT_BITS)
+        # (an empty section is one perf never writes and rejects: "section too small")
+        bits = sorted(b for b in feats if 0 < b < C.HEADER_FEAT_BITS and feats[b])
         table_at = self.pos
         off = table_at + 16 * len(bits)
         table, payloads = [], []
