@@ -13,9 +13,11 @@ setup(
     packages=find_packages(include=["deferstitch", "deferstitch.*"]),
     ext_modules=[ACCEL],
     python_requires=">=3.9",
-    install_requires=["tabulate"],
+    # every format from a plain install: pprof needs protobuf; perf record -z needs zstd, which
+    # the standard library has from Python 3.14 (compression.zstd, read by perfdata/reader.py)
+    install_requires=["tabulate", "protobuf", "zstandard; python_version < '3.14'"],
     extras_require={
-        "compressed": ["zstandard"],
+        "compressed": [],           # kept so that `pip install deferstitch[compressed]` still works
         "test": ["pytest", "zstandard", "tabulate", "protobuf", "jsonschema", "hypothesis"],
     },
     entry_points={"console_scripts": ["deferstitch=deferstitch.cli:main"]},

@@ -14,6 +14,7 @@ import json
 import sys
 
 from ..errors import DeferstitchError
+from ..output.atomic import Output
 from ..output.tables import render
 from ..stitcher import DEFAULT_MAX_PENDING
 from .bridge import Trace
@@ -21,10 +22,6 @@ from .outputs import Folded, Namer, Script
 from .reader import FtraceFeed
 
 COMMANDS = ("report", "script", "folded")
-
-
-def _open_out(path):
-    return sys.stdout if path in (None, "-") else open(path, "w")
 
 
 def run_feed(path, out=None, max_pending=DEFAULT_MAX_PENDING, resolved=None, stack=None):
@@ -47,14 +44,12 @@ def cmd_trace(args):
         else:
             sys.stdout.write(render(rep, "%s: deferred user stack stitching (ftrace)" % path))
         return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
-    f = _open_out(args.output)
-    with Trace(path) as trace:
+    with Trace(path) as trace, Output(args.output, inputs=[path]) as f:   # replaced when whole
         namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols)
         out = Script(f, namer, args.max_stack) if cmd == "script" else Folded(f, namer)
         feed = FtraceFeed(sample=out.sample, max_pending=args.max_pending, long_size=trace.long_size)
         feed.run(trace)
         out.close()
-    f.flush()
     return 0
 
 
