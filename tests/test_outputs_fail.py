@@ -132,6 +132,17 @@ def test_standard_output_on_dev_full(cmd, small):
     one_line_exit_2(r, "standard output: No space left on device")
 
 
+def test_standard_output_closed_and_broken_pipe(small):
+    r = subprocess.run([sys.executable, "-m", "deferstitch", "folded", str(small), "-q"],
+                       stdout=subprocess.DEVNULL, preexec_fn=lambda: os.close(1),      # >&-
+                       stderr=subprocess.PIPE, cwd=ROOT)
+    one_line_exit_2(r, "standard output: Bad file descriptor")
+    r = subprocess.run("%s -m deferstitch script %s -q | head -c 10 >/dev/null; exit ${PIPESTATUS[0]}"
+                       % (sys.executable, small), shell=True, executable="/bin/bash",
+                       capture_output=True, cwd=ROOT)
+    assert r.returncode == 0 and r.stderr == b"", r.stderr       # | head stays quiet
+
+
 @pytest.mark.parametrize("cmd", ["stitch", "folded"])
 def test_standard_input_closed(cmd, tmp_path):
     (tmp_path / "out").write_bytes(OLD)

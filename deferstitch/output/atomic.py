@@ -77,14 +77,46 @@ class _Raw(io.FileIO):
             raise OutputError(self.label, _reason(err)) from None
 
 
-def _wrap(raw, binary, seekable, like=None):
+def _wrap(raw, binary, seekable):
     buf = io.BufferedRandom(raw) if seekable else io.BufferedWriter(raw)
-    if binary:
-        return buf
-    if like is not None:            # standard output keeps its encoding and line buffering
-        return io.TextIOWrapper(buf, encoding=like.encoding, errors=like.errors,
-                                line_buffering=like.line_buffering)
-    return io.TextIOWrapper(buf)    # what open(path, "w") gives
+    return buf if binary else io.TextIOWrapper(buf)    # what open(path, "w") gives
+
+
+class _Stdout:
+    """sys.stdout (or its buffer) as it is now, whatever it is (a test's StringIO too), with its
+    errors naming "standard output". After a failure fd 1 goes to /dev/null, so that the
+    interpreter's own flush at exit does not fail a second time."""
+
+    def __init__(self, binary):
+        self.f = sys.stdout.buffer if binary else sys.stdout
+
+    def _failed(self, err):
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self.f.fileno())
+            os.close(null)
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            pass
+        return OutputError(STDOUT, _reason(err))
+
+    def write(self, data):
+        try:
+            return self.f.write(data)
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise self._failed(err) from None
+
+    def flush(self):
+        try:
+            self.f.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise self._failed(err) from None
+
+    def close(self):            # standard output stays open
+        self.flush()
 
 
 def _same(a, b):
@@ -124,6 +156,8 @@ class Output:
 
     def _check(self):
         """The target's stat (None: not there yet); refuses what must not be written."""
+        if self.path is None and sys.stdout is None:   # started with fd 1 closed (>&-): it may
+            raise OutputError(STDOUT, os.strerror(9))   # now be another file of ours; EBADF
         st = _stat(1) if self.path is None else _stat(self.path)
         for inp in self.inputs:
             ist = _stat(0) if inp == "-" else _stat(inp)
@@ -142,20 +176,18 @@ class Output:
 
     def _open_stream(self, st):
         """Standard output or a device/FIFO: written in place (nothing to rename over)."""
-        try:
-            if self.path is None:
-                if sys.stdout is not None:
-                    sys.stdout.flush()
-                fd, closefd = 1, False
-            else:
-                fd, closefd = os.open(self.path, os.O_WRONLY | os.O_CLOEXEC), True
-            target = _Raw(fd, "wb", self.name, closefd=closefd)
-        except OSError as err:
-            raise OutputError(self.name, _reason(err)) from None
+        if self.path is None:
+            target = _Stdout(self.binary or self.seekable)
+        else:
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CLOEXEC)
+            except OSError as err:
+                raise OutputError(self.name, _reason(err)) from None
+            target = _wrap(_Raw(fd, "wb", self.name), self.binary or self.seekable, False)
         if not self.seekable:
-            self.f = _wrap(target, self.binary, False, sys.stdout if self.path is None and sys.stdout else None)
+            self.f = target
             return
-        self.copy_to = io.BufferedWriter(target)
+        self.copy_to = target
         try:
             tmp = tempfile.TemporaryFile()
         except OSError as err:
