@@ -13,16 +13,16 @@ Examples:
 Bad input: one line naming the file and offset, exit status 2.
 """
 import argparse
+import contextlib
 import io
 import json
 import os
-import shutil
 import sys
-import tempfile
 
 from . import __version__, pipeline
 from .abi import consts as C
-from .errors import DeferstitchError, FormatError, UnsupportedError
+from .errors import DeferstitchError, FormatError, OutputError
+from .output.atomic import Output, Terminated, on_sigterm
 from .output.dso_table import DsoTable
 from .output.folded import Folded
 from .output.perf_records import MAP_TYPES
@@ -34,12 +34,6 @@ from .perfdata.writer import PIPE_ONLY
 from .stitcher import DEFAULT_MAX_PENDING
 from .tracecmd.cli import register as register_trace
 from .fleet import register as register_fleet
-
-
-def _open_out(path, binary):
-    if path in (None, "-"):
-        return sys.stdout.buffer if binary else sys.stdout
-    return open(path, "wb" if binary else "w")
 
 
 def cmd_info(args):
@@ -108,31 +102,20 @@ def cmd_info(args):
 def cmd_stitch(args):
     perf = PerfData.open(args.input)        # a bad input says so before any output exists
     to_stdout = args.output in (None, "-")
-    if to_stdout and sys.stdout.isatty():
+    if to_stdout and sys.stdout is not None and sys.stdout.isatty():
         raise DeferstitchError("refusing to write a perf.data to a terminal: give -o FILE or redirect")
-    f = tempfile.TemporaryFile() if to_stdout else open(args.output, "w+b")
     made = []
-
-    def make(perf, _ctx):
-        made.append(StitchedFile(f, perf, compat=not args.native))
-        return made[-1]
     err = None
-    try:
+    # an UnsupportedError (nothing usable written) leaves the old output as it was
+    with Output(args.output, binary=True, seekable=True, inputs=[args.input]) as f:
+
+        def make(perf, _ctx):
+            made.append(StitchedFile(f, perf, compat=not args.native))
+            return made[-1]
         try:
             rep, out = pipeline.run(args, make, perf=perf, hint=True)
         except FormatError as e:        # damaged input: what was good before it is written
             err, rep, out = e, None, made[-1]
-        if to_stdout:
-            f.seek(0)
-            shutil.copyfileobj(f, sys.stdout.buffer)
-            sys.stdout.buffer.flush()
-    except UnsupportedError:            # nothing usable was written: leave no half file behind
-        f.close()
-        if not to_stdout:
-            os.unlink(args.output)
-        raise
-    finally:
-        f.close()
     if rep is not None and not args.quiet:
         # containers and pipe-only records live on as their contents / header sections
         dropped = ", ".join("%d %s" % (n, C.record_name(t)) for t, n in sorted(out.writer.dropped.items())
@@ -148,22 +131,23 @@ def cmd_stitch(args):
 
 def cmd_report(args):
     made = []
-    page = None
-    if args.html:
-        from .output.report_page import ReportPage
-        page = _open_out(args.html, False)
-
-    def make(perf, _ctx):
-        made.append(ReportPage(page, perf, "%s: deferred callchain stitching" % args.input)
-                    if page is not None else pipeline.Null())
-        return made[-1]
     err = None
-    try:
-        rep, _out = pipeline.run(args, make, hint=True)
-    except FormatError as e:         # damaged input: the report of what was read, then exit 2
-        if not made or made[-1].report is None:
-            raise
-        err, rep = e, made[-1].report
+    with contextlib.ExitStack() as outputs:         # --html: replaced only when whole
+        page = outputs.enter_context(Output(args.html, inputs=[args.input])) if args.html else None
+
+        def make(perf, _ctx):
+            if page is None:
+                made.append(pipeline.Null())
+            else:
+                from .output.report_page import ReportPage
+                made.append(ReportPage(page, perf, "%s: deferred callchain stitching" % args.input))
+            return made[-1]
+        try:
+            rep, _out = pipeline.run(args, make, hint=True)
+        except FormatError as e:     # damaged input: the report of what was read, then exit 2
+            if not made or made[-1].report is None:
+                raise
+            err, rep = e, made[-1].report
     if args.json:
         print(json.dumps(rep.to_json(), indent=1))
     else:
@@ -174,23 +158,25 @@ def cmd_report(args):
     return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
 
 
-def _text_output(args, make):
-    """Run an output that names frames (it needs the maps and comms of the stream)."""
-    f = _open_out(args.output, False)
-    pipeline.run(args, lambda perf, ctx: make(f, ctx), symbols=True)
-    f.flush()
+def _text_output(args, make, binary=False):
+    """Run an output that names frames (it needs the maps and comms of the stream); the file
+    replaces ``-o`` only when whole (output/atomic.py)."""
+    perf = PerfData.open(args.input)        # a bad input says so before any output exists
+    with Output(args.output, binary=binary, inputs=[args.input]) as f:
+        pipeline.run(args, lambda perf, ctx: make(f, ctx), symbols=True, perf=perf)
     return 0
 
 
 def cmd_export(args):
     if args.format == "pprof":
-        from .output.pprof import Pprof
+        try:
+            from .output.pprof import Pprof
+        except ImportError as err:
+            raise DeferstitchError("export --format pprof needs the protobuf package (%s): "
+                                   "pip install protobuf" % err) from None
         if args.output in (None, "-") and sys.stdout.isatty():
             raise DeferstitchError("refusing to write a gzip'd profile to a terminal: give -o FILE")
-        f = sys.stdout.buffer if args.output in (None, "-") else open(args.output, "wb")
-        pipeline.run(args, lambda perf, ctx: Pprof(f, ctx), symbols=True)
-        f.flush()
-        return 0
+        return _text_output(args, lambda f, ctx: Pprof(f, ctx), binary=True)
     from .output.speedscope import Speedscope
     return _text_output(args, lambda f, ctx: Speedscope(f, ctx, os.path.basename(args.input), args.weight))
 
@@ -293,8 +279,18 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    on_sigterm()            # SIGTERM unwinds like Ctrl-C: no half-written output stays
     try:
-        return args.func(args)
+        status = args.func(args)
+        if sys.stdout is not None:
+            try:
+                sys.stdout.flush()          # report/info print: a full disk is one line too
+            except BrokenPipeError:
+                raise
+            except OSError as err:
+                sys.stdout = io.TextIOWrapper(open(os.devnull, "wb"))
+                raise OutputError("standard output", err.strerror or str(err)) from None
+        return status
     except DeferstitchError as err:
         sys.stderr.write("deferstitch: %s\n" % err)
         return 2
@@ -306,3 +302,5 @@ def main(argv=None):
         return 0
     except KeyboardInterrupt:
         return 130
+    except Terminated:
+        return 143

@@ -20,3 +20,12 @@ class FormatError(DeferstitchError):
 
 class UnsupportedError(DeferstitchError):
     """Valid input we deliberately do not handle (e.g. an attr tail that perf 6.1 cannot hold)."""
+
+
+class OutputError(DeferstitchError):
+    """An output that cannot be written (no such directory, full disk, read-only, ...): names
+    the user's file, or "standard output", and the reason. The old file is left as it was."""
+
+    def __init__(self, name, reason):
+        self.name, self.reason = name, reason
+        super().__init__("%s: %s" % (name, reason))

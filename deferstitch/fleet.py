@@ -13,6 +13,7 @@ count. Dask retries the task of a worker that dies; a task's result is all or no
 is counted twice. Without ``--scheduler`` an embedded LocalCluster runs one process per core.
 """
 import argparse
+import contextlib
 import glob
 import os
 import shutil
@@ -24,6 +25,7 @@ from . import __version__, pipeline
 from .abi import consts as C
 from .errors import DeferstitchError
 from .output.address_stacks import AddressStacks, StackNamer
+from .output.atomic import Output
 from .output.perf_records import kallsyms_for, kernel_build_id
 from .perfdata.reader import PerfData
 from .report import KEEP_FIRST
@@ -151,10 +153,18 @@ def run(args):
     paths = expand(args.inputs)
     if not paths:
         raise DeferstitchError("fleet: no inputs in %s" % " ".join(args.inputs))
-    if args.output in (None, "-") and args.format == "pprof" and sys.stdout.isatty():
+    if args.output in (None, "-") and args.format == "pprof" and sys.stdout is not None and sys.stdout.isatty():
         raise DeferstitchError("refusing to write a gzip'd profile to a terminal: give -o FILE")
     opts = {"symbols": not args.no_symbols, "kallsyms": args.kallsyms, "symfs": bool(args.symfs),
             "weight": args.weight, "max_pending": args.max_pending}
+    local = [p for p in paths if "://" not in p]
+    with contextlib.ExitStack() as outputs:     # checked before the run, replaced when whole
+        out = outputs.enter_context(Output(args.output, binary=args.format == "pprof", inputs=local))
+        rep_f = outputs.enter_context(Output(args.report, inputs=local)) if args.report else None
+        return _run(args, paths, opts, out, rep_f)
+
+
+def _run(args, paths, opts, out, rep_f):
     client, cluster = _client(args)
     try:
         from dask.distributed import as_completed
@@ -174,15 +184,14 @@ def run(args):
             cluster.close()
     namer = StackNamer(symfs=args.symfs, buildid_dir=args.buildid_dir)
     lines = namer.folded(_with_kallsyms(stacks, namer.resolver.locator.buildid_dir))
-    _write(args, lines)
+    _write(args, lines, out)
     bad = [r for r in rows if r["error"]]
     report = {"version": 1, "deferstitch": __version__, "inputs": rows,
               "totals": totals or {}, "bad_inputs": len(bad)}
-    if args.report:
+    if rep_f is not None:
         import json
-        with open(args.report, "w") as f:
-            json.dump(report, f, indent=1, default=str)
-            f.write("\n")
+        json.dump(report, rep_f, indent=1, default=str)
+        rep_f.write("\n")
     if not args.quiet:
         t = totals or {}
         sys.stderr.write("deferstitch fleet: %d inputs (%d bad), %d samples: %d stitched, %d passed, "
@@ -211,24 +220,15 @@ def _with_kallsyms(stacks, buildid_dir):
     return out
 
 
-def _write(args, lines):
+def _write(args, lines, f):
     from .output.named_stacks import write_folded, write_pprof, write_speedscope
-    binary = args.format == "pprof"
-    to_stdout = args.output in (None, "-")
-    f = (sys.stdout.buffer if binary else sys.stdout) if to_stdout else open(args.output, "wb" if binary else "w")
-    try:
-        if args.format == "folded":
-            write_folded(f, lines)
-        elif args.format == "speedscope":
-            write_speedscope(f, lines, "fleet of %d inputs" % len(args.inputs),
-                             "nanoseconds" if args.weight == "period" else "none")
-        else:
-            write_pprof(f, lines, ("cpu", "nanoseconds") if args.weight == "period" else ("samples", "count"))
-    finally:
-        if not to_stdout:
-            f.close()
-        else:
-            f.flush()
+    if args.format == "folded":
+        write_folded(f, lines)
+    elif args.format == "speedscope":
+        write_speedscope(f, lines, "fleet of %d inputs" % len(args.inputs),
+                         "nanoseconds" if args.weight == "period" else "none")
+    else:
+        write_pprof(f, lines, ("cpu", "nanoseconds") if args.weight == "period" else ("samples", "count"))
 
 
 def register(sub, symbol_options):

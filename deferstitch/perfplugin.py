@@ -26,6 +26,7 @@ import threading
 from .abi import consts as C
 from .errors import DeferstitchError, FormatError
 from .model import NO_COOKIE
+from .output.atomic import Output
 from .output.folded import frame_name
 from .output.perf_records import PerfContext
 from .output.stitched_file import REPORT_FEATURE
@@ -154,7 +155,14 @@ class Plugin:
         cmd = perf_cmdline() if cmdline is None else cmdline
         self.input = perf_option(cmd, "-i", "--input") or "perf.data"
         self.no_merge = "--no-merge-callchains" in cmd
-        self.out = open(self.opts["output"], "w") if self.opts["output"] else sys.stdout
+        # every file is opened now (a bad path fails before any work) and replaces its target
+        # only when all are whole (output/atomic.py); perf's -i is the input
+        inputs = [] if self.input == "-" else [self.input]
+        self.files = {k: Output(self.opts[k], inputs=inputs) for k in ("output", "json", "report_to")
+                      if self.opts[k]}
+        opened = {k: o.open() for k, o in self.files.items()}
+        self.out = opened.get("output", sys.stdout)
+        self.json_file, self.report_file = opened.get("json"), opened.get("report_to")
         self.ahead = {}           # (tid, time) -> [our samples], pulled but not asked for yet
         self.names = {}           # (pid, ip) -> (sym, off, dso) as perf itself named it
         self.folded = {}
@@ -279,8 +287,8 @@ class Plugin:
         if self.opts["folded"]:
             for key in sorted(self.folded):
                 self.out.write("%s %d\n" % (key, self.folded[key]))
-        self.out.flush()
         if self.producer is None:
+            self._commit()
             return
         while not self.exhausted:
             self._pull()
@@ -292,16 +300,18 @@ class Plugin:
         rep = self.file_report or self.producer.report
         rep.extra["perf_script"] = dict(self.served)
         if self.opts["json"]:
-            with open(self.opts["json"], "w") as f:
-                json.dump(rep.to_json(), f, indent=1)
+            json.dump(rep.to_json(), self.json_file, indent=1)
         text = render(rep, "%s: deferred callchain stitching%s" % (
             self.input, " (report written by deferstitch stitch)" if self.file_report else ""))
         if self.opts["report_to"]:
-            with open(self.opts["report_to"], "w") as f:
-                f.write(text)
+            self.report_file.write(text)
         else:
             sys.stderr.write(text)
-        if self.out is not sys.stdout:
-            self.out.close()
+        self._commit()
         if error is not None:       # damaged input: the report above is of what was read
             raise error
+
+    def _commit(self):
+        self.out.flush()
+        for o in self.files.values():
+            o.commit()

@@ -155,12 +155,22 @@ def _run_python(perf, out, args, ctx):
                     observe=watchers[0] if len(watchers) == 1 else observe if watchers else None)
     try:
         feed.run()
-    finally:
-        out.report = feed.report
-        out.close()
+    except Exception:       # damaged input: what was good before it is still written
+        _finish(out, feed, tick)
+        raise
+    except BaseException:   # interrupted (Ctrl-C, SIGTERM): the output is dropped, not finished
         if tick is not None:
             sys.stderr.write("\r\033[K")
+        raise
+    _finish(out, feed, tick)
     return feed.report
+
+
+def _finish(out, feed, tick):
+    out.report = feed.report
+    out.close()
+    if tick is not None:
+        sys.stderr.write("\r\033[K")
 
 
 def context(perf, args, warn=None):

@@ -21,6 +21,9 @@ _plugin = None
 def _fail(msg):
     sys.stderr.write("stitch.py: %s\n" % msg)
     sys.stderr.flush()
+    atomic = sys.modules.get("deferstitch.output.atomic")
+    if atomic is not None:
+        atomic.rollback_all()   # os._exit skips atexit: no half-written temporary stays
     os._exit(2)          # perf would print a traceback for an exception: one line instead
 
 

@@ -218,7 +218,10 @@ class PerfData:
     def open(cls, path):
         """Open a path, or '-' for standard input (pipe or file mode)."""
         if path == "-":
-            return cls(io.BufferedReader(os.fdopen(os.dup(0), "rb"), CHUNK), "<stdin>")
+            try:
+                return cls(io.BufferedReader(os.fdopen(os.dup(0), "rb"), CHUNK), "<stdin>")
+            except OSError as err:          # standard input closed (<&-)
+                raise FormatError("standard input", None, err.strerror or str(err)) from None
         try:
             f = open(path, "rb")
         except OSError as err:

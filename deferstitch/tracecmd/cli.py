@@ -18,6 +18,7 @@ import sys
 
 from ..errors import DeferstitchError, FormatError
 from ..model import STITCHED
+from ..output.atomic import Output
 from ..output.tables import render
 from ..stitcher import DEFAULT_MAX_PENDING
 from .bridge import Trace
@@ -25,10 +26,6 @@ from .outputs import Flame, Folded, Namer, Script
 from .reader import FtraceFeed
 
 COMMANDS = ("report", "script", "folded", "flamegraph")
-
-
-def _open_out(path):
-    return sys.stdout if path in (None, "-") else open(path, "w")
 
 
 def run_feed(path, out=None, max_pending=DEFAULT_MAX_PENDING, resolved=None, stack=None):
@@ -62,9 +59,8 @@ def cmd_trace(args):
             from ..output.report_page import Timeline, page
             timeline = Timeline()
             rep = _report(path, args, timeline)
-            f = _open_out(args.html)
-            f.write(page(rep, timeline, title))
-            f.flush()
+            with Output(args.html, inputs=[path]) as f:
+                f.write(page(rep, timeline, title))
         else:
             rep = _report(path, args)
         if args.json:
@@ -78,8 +74,7 @@ def cmd_trace(args):
         if rep.error is not None:           # printed above for what was read; exit 2
             raise DeferstitchError(rep.error)
         return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
-    f = _open_out(args.output)
-    with Trace(path) as trace:
+    with Trace(path) as trace, Output(args.output, inputs=[path]) as f:   # replaced when whole
         namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols)
         if cmd == "flamegraph":
             out = Flame(f, namer, args.output, title=args.title or "Flame Graph: %s" % path,
@@ -90,7 +85,6 @@ def cmd_trace(args):
         namer.recorded = feed.paths
         err = _feed(feed, trace)
         out.close()
-    f.flush()
     if err is not None:                     # the good part is written; exit 2
         raise err
     return 0
