@@ -27,34 +27,58 @@ def _open_out(path):
     return sys.stdout if path in (None, "-") else open(path, "w")
 
 
-def run_feed(path, out=None, max_pending=DEFAULT_MAX_PENDING, resolved=None, stack=None):
-    """Read trace.dat ``path`` through the shared core; ``out.sample`` in time order."""
+def run_feed(path, out=None, max_pending=DEFAULT_MAX_PENDING, resolved=None, stack=None,
+             on_damage=None):
+    """Read trace.dat ``path`` through the shared core; ``out.sample`` in time order. Damaged
+    or cut input raises its one-line error after ``on_damage(report)`` has seen (and ``out``
+    has written) what was read before it."""
     with Trace(path) as trace:
         feed = FtraceFeed(resolved=resolved, sample=out.sample if out else None, stack=stack,
                           max_pending=max_pending, long_size=trace.long_size)
-        feed.run(trace)
+        err = _drive(feed, trace)
         if out is not None:
             out.close()
+        if err is not None:
+            if on_damage is not None:
+                on_damage(feed.report)
+            raise err
         return feed.report, trace
+
+
+def _drive(feed, trace):
+    """Feed every event; at damage, finish with the events read before it (events still
+    waiting for their stack count as unmatched at the end) and return the error."""
+    try:
+        feed.run(trace)
+    except DeferstitchError as err:
+        feed.finish()
+        feed.report.extra["incomplete"] = str(err)
+        return err
+    return None
 
 
 def cmd_trace(args):
     cmd, path = _split(args.what)
     if cmd == "report":
-        rep, _t = run_feed(path, max_pending=args.max_pending)
-        if args.json:
-            print(json.dumps(rep.to_json(), indent=1))
-        else:
-            sys.stdout.write(render(rep, "%s: deferred user stack stitching (ftrace)" % path))
+        def show(rep):
+            if args.json:
+                print(json.dumps(rep.to_json(), indent=1))
+            else:
+                sys.stdout.write(render(rep, "%s: deferred user stack stitching (ftrace)" % path))
+            sys.stdout.flush()
+        rep, _t = run_feed(path, max_pending=args.max_pending, on_damage=show)
+        show(rep)
         return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
     f = _open_out(args.output)
     with Trace(path) as trace:
         namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols)
         out = Script(f, namer, args.max_stack) if cmd == "script" else Folded(f, namer)
         feed = FtraceFeed(sample=out.sample, max_pending=args.max_pending, long_size=trace.long_size)
-        feed.run(trace)
-        out.close()
+        err = _drive(feed, trace)
+        out.close()             # what was read before any damage
     f.flush()
+    if err is not None:
+        raise err
     return 0
 
 
