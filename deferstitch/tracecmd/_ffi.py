@@ -14,6 +14,7 @@ Usage (what bridge.py does):
 import ctypes
 import faulthandler
 import os
+import signal
 
 from ..errors import DeferstitchError, FormatError
 
@@ -210,6 +211,8 @@ def _probe_open(path):
     if pid == 0:                                     # child: no Python cleanup, just the verdict
         try:
             faulthandler.disable()                   # the crash is the expected verdict
+            for sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT):
+                signal.signal(sig, signal.SIG_DFL)   # not an inherited handler's exit code
             null = os.open(os.devnull, os.O_WRONLY)  # the library's own lines stay quiet
             os.dup2(null, 1)
             os.dup2(null, 2)
