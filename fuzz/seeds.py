@@ -74,9 +74,12 @@ def perf_seeds(out):
         (out / "pipe.data").write_bytes(src.read_bytes()[:48 << 10])
 
 
-def trim_v6(src, dst, pages=PAGES):
-    """A trace.dat v6 (trace-cmd.dat(5)) with empty kallsyms and printk sections and only the
-    first ``pages`` ring-buffer pages of each CPU; everything else is copied as it is."""
+def trim_v6(src, dst, pages=PAGES, first_page=0):
+    """A trace.dat v6 (trace-cmd.dat(5)) with empty kallsyms and printk sections and only
+    ``pages`` ring-buffer pages of each CPU, from its page ``first_page`` on; the rest is copied.
+
+    python3 fuzz/seeds.py --trim IN.dat OUT.dat PAGES [FIRST_PAGE]     (IN: v6, uncompressed)
+    """
     b = Path(src).read_bytes()
     assert b[:10] == b"\x17\x08\x44tracing" and b[10:11] == b"6", "not a trace.dat v6"
     endian = ">" if b[12] else "<"
@@ -128,7 +131,8 @@ def trim_v6(src, dst, pages=PAGES):
     out += bytes(16 * cpus)
     data = []
     for off, size in cpu:
-        size = min(size, pages * page)
+        skip_bytes = min(size, first_page * page)
+        off, size = off + skip_bytes, min(size - skip_bytes, pages * page)
         out += bytes(-len(out) % page)
         data.append((len(out), size))
         out += b[off:off + size]
@@ -154,6 +158,9 @@ def trace_seeds(out):
 
 
 def main(argv):
+    if len(argv) in (5, 6) and argv[1] == "--trim":
+        trim_v6(argv[2], argv[3], int(argv[4]), int(argv[5]) if len(argv) > 5 else 0)
+        return 0
     if len(argv) != 2:
         sys.stderr.write(__doc__.split("Usage:\n")[1].split("\n\n")[0] + "\n")
         return 2
