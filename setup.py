@@ -16,7 +16,9 @@ setup(
     install_requires=["tabulate"],
     extras_require={
         "compressed": ["zstandard"],
-        "test": ["pytest", "zstandard", "tabulate", "protobuf", "jsonschema", "hypothesis"],
+        "test": ["pytest", "zstandard", "tabulate", "protobuf", "jsonschema", "hypothesis",
+                 # fuzz/fuzz_trace.py (make fuzz); wheels for CPython <= 3.11 on x86-64 here
+                 'atheris; python_version <= "3.11" and platform_machine == "x86_64"'],
     },
     entry_points={"console_scripts": ["deferstitch=deferstitch.cli:main"]},
 )
