@@ -126,7 +126,8 @@ def test_cut_while_it_is_read(tmp_path):
                            capture_output=True, text=True)
         assert p.returncode == 0, (src, p.returncode, p.stdout, p.stderr)
         n, msg = p.stdout.split(" ", 1)
-        assert int(n) == 100 and "was cut from" in msg and "while it was read" in msg, p.stdout
+        # noticed when the next page is to be read (fstat once a page, not once a record)
+        assert 100 <= int(n) < 1000 and "was cut from" in msg and "while it was read" in msg, p.stdout
         assert msg.startswith("%s: offset 0x" % path), msg
 
 

@@ -259,6 +259,7 @@ class Handle:
         self._common_end = self._common_size()
         self._extents = self._cpu_extents()
         self._last = {}             # cpu -> data offset of the last record read there
+        self._new_page = True       # the last record began a page: check the file before going on
         self.records = 0
 
     def _common_size(self):
@@ -299,19 +300,24 @@ class Handle:
         pid, file offset, payload bytes), or None at the end. missed_events: 0, a count, or -1
         when the kernel said events were lost without a count."""
         self._check()
-        self._unchanged()
+        if self._new_page:
+            self._unchanged()
         rp = api.tracecmd_read_next_data(self._h, ctypes.byref(self._cpu))
         if not rp:
+            self._unchanged()
             self._complete()
             return None
         try:
             r = rp.contents
             self._fits(rp, r)
-            payload = ctypes.string_at(r.data, r.size) if r.size > 0 else b""
+            size, offset, cpu = r.size, r.offset, r.cpu
+            payload = ctypes.string_at(r.data, size) if size > 0 else b""
             self.records += 1
-            self._last[r.cpu] = r.offset
-            return (r.ts, r.cpu, r.missed_events, api.tep_data_type(self._tep, rp),
-                    api.tep_data_pid(self._tep, rp), r.offset, payload)
+            last = self._last.get(cpu, -self.page_size)
+            self._new_page = offset // self.page_size != last // self.page_size
+            self._last[cpu] = offset
+            return (r.ts, cpu, r.missed_events, api.tep_data_type(self._tep, rp),
+                    api.tep_data_pid(self._tep, rp), offset, payload)
         finally:
             api.tracecmd_free_record(rp)
 
@@ -344,7 +350,9 @@ class Handle:
 
     def _unchanged(self):
         """The file has not shrunk since it was opened: libtracecmd maps its pages, and a page
-        past the new end is SIGBUS (an uncompressed file) or a silent end of data (compressed)."""
+        past the new end is SIGBUS (an uncompressed file) or a silent end of data (compressed).
+        Checked before reading on after a record that began a new page (an fstat a record cost
+        a quarter of the read time): a cut made while one page is being read can still beat it."""
         size = os.fstat(self._fd).st_size
         if size < self.file_size:
             raise FormatError(self.path, size, "the file was cut from %d to %d bytes while it was "
