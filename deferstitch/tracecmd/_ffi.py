@@ -256,6 +256,7 @@ class Handle:
             self.compression = _s(name.value) or "compressed"
         else:
             self.compression = None             # data offsets are file offsets
+        self._mapped = self.compression is None     # libtracecmd mmaps the file's pages
         self._common_end = self._common_size()
         self._extents = self._cpu_extents()
         self._last = {}             # cpu -> data offset of the last record read there
@@ -314,7 +315,7 @@ class Handle:
             payload = ctypes.string_at(r.data, size) if size > 0 else b""
             self.records += 1
             last = self._last.get(cpu, -self.page_size)
-            self._new_page = offset // self.page_size != last // self.page_size
+            self._new_page = self._mapped or offset // self.page_size != last // self.page_size
             self._last[cpu] = offset
             return (r.ts, cpu, r.missed_events, api.tep_data_type(self._tep, rp),
                     api.tep_data_pid(self._tep, rp), offset, payload)
@@ -351,8 +352,10 @@ class Handle:
     def _unchanged(self):
         """The file has not shrunk since it was opened: libtracecmd maps its pages, and a page
         past the new end is SIGBUS (an uncompressed file) or a silent end of data (compressed).
-        Checked before reading on after a record that began a new page (an fstat a record cost
-        a quarter of the read time): a cut made while one page is being read can still beat it."""
+        Checked before each record of an uncompressed file (its pages are mapped from the file:
+        a cut takes away the page being read too); in a compressed one (pages decompressed into
+        memory) only before going on after a record that began a new page, as an fstat costs
+        a quarter of the read time. A cut made between the check and the read can still win."""
         size = os.fstat(self._fd).st_size
         if size < self.file_size:
             raise FormatError(self.path, size, "the file was cut from %d to %d bytes while it was "
