@@ -41,7 +41,7 @@ asan:
 FUZZ_SECONDS ?= 60
 FUZZ_DIR ?= /tmp/deferstitch-fuzz
 CLANG ?= clang-14
-FUZZ_FLAGS = -timeout=30 -rss_limit_mb=2048 -max_len=131072 -print_final_stats=1
+FUZZ_FLAGS = -timeout=60 -report_slow_units=120 -rss_limit_mb=2048 -max_len=131072 -print_final_stats=1
 fuzz: fuzz-trace fuzz-engine
 	@ls $(FUZZ_DIR)/crashes | sed 's|^|$(FUZZ_DIR)/crashes/|' ; echo "fuzz: $$(ls $(FUZZ_DIR)/crashes | wc -l) crash files in $(FUZZ_DIR)/crashes"
 
@@ -52,6 +52,11 @@ fuzz-trace: fuzz-seeds
 	mkdir -p $(FUZZ_DIR)/corpus-trace
 	fuzz/run.sh $(FUZZ_SECONDS) $(PYTHON) fuzz/fuzz_trace.py $(FUZZ_DIR)/corpus-trace $(FUZZ_DIR)/seeds/trace \
 	  -artifact_prefix=$(FUZZ_DIR)/crashes/trace- $(FUZZ_FLAGS)
+	# the corpus once more with ASan preloaded: a copy (memcpy) past a libtracecmd buffer that did
+	# not crash while fuzzing (ASan and atheris' coverage do not mix, hence a second pass)
+	LD_PRELOAD=$$($(CLANG) -print-file-name=libclang_rt.asan-x86_64.so) ASAN_OPTIONS=detect_leaks=0 \
+	  PYTHONMALLOC=malloc $(PYTHON) fuzz/fuzz_trace.py -runs=0 -artifact_prefix=$(FUZZ_DIR)/crashes/trace-asan- \
+	  $(FUZZ_DIR)/corpus-trace
 
 fuzz-engine: fuzz-seeds
 	mkdir -p $(FUZZ_DIR)/corpus-engine
