@@ -337,7 +337,7 @@ class Handle:
                 size, self._common_end)
         else:
             why = "an event of %d bytes at byte %d of its page overruns the %d-byte page" % (
-                size, data - page if page and data else -1, self.page_size)
+                size & 0xFFFFFFFF, data - page if page and data else -1, self.page_size)
         raise self.error(r.offset, "CPU %d: %s: damaged ring-buffer page (%d records read before "
                           "it)" % (r.cpu, why, self.records))
 
