@@ -21,7 +21,7 @@ import atheris                                  # noqa: E402
 with atheris.instrument_imports(include=["deferstitch"]):
     import deferstitch.tracecmd.bridge          # noqa: E402,F401
     import deferstitch.tracecmd.reader          # noqa: E402,F401
-    import deferstitch.stitcher                 # noqa: E402,F401
+    import deferstitch.stitcher                 # noqa: E402,F401  (instrumented)
 import cases                                    # noqa: E402
 
 

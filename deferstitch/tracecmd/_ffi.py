@@ -207,7 +207,11 @@ def _probe_open(path):
     tracecmd_open on some truncated files (seen 2026-12-02: "File possibly truncated. Need at
     least 16384, but file size is 9000." then SIGSEGV), which would kill us without a word."""
     size = os.path.getsize(path)
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError as err:          # seen 2026-12-03 while fuzzing: ENOMEM on a loaded machine
+        raise DeferstitchError("%s: cannot fork the process that tries libtracecmd on it first: %s"
+                               % (path, err.strerror)) from None
     if pid == 0:                                     # child: no Python cleanup, just the verdict
         try:
             faulthandler.disable()                   # the crash is the expected verdict
