@@ -9,12 +9,15 @@ sum(unmatched)) or in a DeferstitchError: one line naming the file. Anything els
 (ours or libtracecmd's) is caught by libFuzzer, which saves it too. Shared by fuzz_trace.py,
 engine_fuzz.c and tests/test_fuzz_harness.py.
 """
+import atexit
 import os
+import shutil
 import tempfile
 
 from deferstitch.errors import DeferstitchError
 
 _TMP = tempfile.mkdtemp(prefix="deferstitch-case-")
+atexit.register(shutil.rmtree, _TMP, True)
 
 
 def _write(data, name):
