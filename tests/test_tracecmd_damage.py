@@ -160,3 +160,28 @@ def test_damaged_compressed_data_is_incomplete(tmp_path):
             assert "incomplete" in err, err
             d = partial_report(p)
             assert 0 <= d["samples"] < full, (d["samples"], full)
+
+
+def test_format_that_does_not_parse(tmp_path):
+    """user_unwind_cookie's format text broken ("format:" misspelt): libtraceevent 1.7 keeps the
+    event without fields (we need its cookie: one line, exit 2), 1.9 drops the format (a warning
+    line, the report counts its events as anomalies and the formats as not parsed)."""
+    import tracecmd_synth as S
+    path = S.deferred(tmp_path / "ok.dat")
+    data = bytearray(path.read_bytes())
+    at = data.index(b"format:", data.index(b"name: user_unwind_cookie"))
+    data[at:at + 7] = b"formXt:"
+    bad = tmp_path / "broken.dat"
+    bad.write_bytes(bytes(data))
+    p = run_cli("trace", "report", bad, "--json")
+    err = p.stderr.decode()
+    assert "Traceback" not in err, err
+    if p.returncode == 2:
+        assert "no field 'cookie'" in err.splitlines()[-1], err
+        partial_report(p)
+    else:
+        assert p.returncode == 0, err
+        assert err.count("\n") == 1 and "did not parse" in err, err
+        d = json.loads(p.stdout)
+        assert d["event_formats_not_parsed"] >= 1 and d["conserved"]
+        assert d["ftrace_anomalies"]["events of a type with no event format"] > 0

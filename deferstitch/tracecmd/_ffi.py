@@ -108,6 +108,7 @@ _PROTOS = {
     "tracecmd_get_cursor": (ctypes.c_ulonglong, [_P, ctypes.c_int], "tracecmd"),         # idem
     "tracecmd_get_file_compress_proto": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_char_p),
                                                         ctypes.POINTER(ctypes.c_char_p)], "tracecmd"),
+    "tracecmd_get_parsing_failures": (ctypes.c_int, [_P], "tracecmd"),            # idem
     "tracecmd_get_first_ts": (ctypes.c_ulonglong, [_P], "tracecmd"),
     "tracecmd_set_loglevel": (None, [ctypes.c_int], "tracecmd"),
     "tep_get_events_count": (ctypes.c_int, [_P], "traceevent"),
@@ -261,6 +262,9 @@ class Handle:
         else:
             self.compression = None             # data offsets are file offsets
         self._mapped = self.compression is None     # libtracecmd mmaps the file's pages
+        # event formats libtraceevent could not parse: 1.9 drops them (their records then have
+        # a type with no format), 1.7 keeps what it parsed of them
+        self.formats_not_parsed = api.tracecmd_get_parsing_failures(self._h)
         self._common_end = self._common_size()
         self._extents = self._cpu_extents()
         self._last = {}             # cpu -> data offset of the last record read there

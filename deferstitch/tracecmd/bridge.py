@@ -178,6 +178,7 @@ class Trace:
         self.cpus, self.long_size = self._h.cpus, self._h.long_size
         self.endian = ">" if self._h.big_endian else "<"
         self.types = {d.id: EventType(d, self.long_size) for d in self._h.events()}
+        self.formats_not_parsed = self._h.formats_not_parsed
 
     def error(self, offset, message):
         """A FormatError about the record at data ``offset`` (a file offset unless the file is

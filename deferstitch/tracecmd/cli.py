@@ -36,6 +36,7 @@ def run_feed(path, out=None, max_pending=DEFAULT_MAX_PENDING, resolved=None, sta
         feed = FtraceFeed(resolved=resolved, sample=out.sample if out else None, stack=stack,
                           max_pending=max_pending, long_size=trace.long_size)
         err = _drive(feed, trace)
+        _formats_warning(trace, feed.report)
         if out is not None:
             out.close()
         if err is not None:
@@ -43,6 +44,16 @@ def run_feed(path, out=None, max_pending=DEFAULT_MAX_PENDING, resolved=None, sta
                 on_damage(feed.report)
             raise err
         return feed.report, trace
+
+
+def _formats_warning(trace, rep):
+    """Event formats the library could not parse: in the report, and one line on stderr (their
+    events, if any, are read as plain events of an unknown type)."""
+    if trace.formats_not_parsed:
+        rep.extra["event_formats_not_parsed"] = trace.formats_not_parsed
+        sys.stderr.write("deferstitch: %s: warning: %d event format(s) in the file did not parse; "
+                         "their events are counted under ftrace_anomalies\n"
+                         % (trace.path, trace.formats_not_parsed))
 
 
 def _drive(feed, trace):
@@ -75,6 +86,7 @@ def cmd_trace(args):
         out = Script(f, namer, args.max_stack) if cmd == "script" else Folded(f, namer)
         feed = FtraceFeed(sample=out.sample, max_pending=args.max_pending, long_size=trace.long_size)
         err = _drive(feed, trace)
+        _formats_warning(trace, feed.report)
         out.close()             # what was read before any damage
     f.flush()
     if err is not None:
