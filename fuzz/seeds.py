@@ -31,7 +31,7 @@ from deferstitch.perfdata.writer import PerfWriter         # noqa: E402
 SHARED = Path(os.environ.get("DEFERSTITCH_SHARED", ROOT.parent / "shared"))
 CAPTURES = SHARED / "captures"
 PERF_CUTS = {"a_per_task/per-task.data": 200, "two_events_cpu_task/two.data": 800,
-             "lost_per_task/lost.data": 300, "syswide/syswide.data": 1500}
+             "lost_per_task/lost.data": 300, "syswide/syswide.data": 700}
 PAGES = 3                       # ring-buffer pages kept per CPU of the real trace.dat
 
 
@@ -68,7 +68,7 @@ def perf_seeds(out):
             sys.stderr.write("seeds: %s not found, skipped\n" % src)
     src = CAPTURES / "compressed" / "compressed.data"
     if src.exists():
-        cut_perf(src, out / "compressed.data", 16, compressed=True)
+        cut_perf(src, out / "compressed.data", 13, compressed=True)
     src = CAPTURES / "pipe" / "pipe.data"
     if src.exists():
         (out / "pipe.data").write_bytes(src.read_bytes()[:48 << 10])
