@@ -2,7 +2,7 @@
 PYTHON ?= python3
 EXAMPLE = examples/compressed.data
 
-.PHONY: install demo test plugin asan
+.PHONY: install demo test plugin asan fuzz fuzz-seeds fuzz-trace fuzz-engine
 
 install:
 	$(PYTHON) -m pip install -q -e '.[test]'
@@ -33,3 +33,36 @@ asan:
 	  LD_PRELOAD=$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so) \
 	  PYTHONPATH=$(ASAN_DIR) DEFERSTITCH_SHARED=$(abspath ..)/shared DEFERSTITCH_FUZZ_EXAMPLES=$(FUZZ) \
 	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_accel.py tests/test_fuzz.py
+
+# Coverage-guided fuzzing (fuzz/): atheris over the trace.dat side, libFuzzer over the C engine
+# (built in, with ASan + UBSan), seeded with cuts of the real captures. FUZZ_SECONDS per target;
+# new crashes are saved in $(FUZZ_DIR)/crashes, the corpora grow in $(FUZZ_DIR)/corpus-*.
+# Needs: pip install atheris; apt-get install clang-14 (or CLANG=clang).
+FUZZ_SECONDS ?= 60
+FUZZ_DIR ?= /tmp/deferstitch-fuzz
+CLANG ?= clang-14
+FUZZ_FLAGS = -timeout=60 -report_slow_units=120 -rss_limit_mb=2048 -max_len=131072 -print_final_stats=1
+fuzz: fuzz-trace fuzz-engine
+	@ls $(FUZZ_DIR)/crashes | sed 's|^|$(FUZZ_DIR)/crashes/|' ; echo "fuzz: $$(ls $(FUZZ_DIR)/crashes | wc -l) crash files in $(FUZZ_DIR)/crashes"
+
+fuzz-seeds:
+	rm -rf $(FUZZ_DIR)/seeds && mkdir -p $(FUZZ_DIR)/crashes && $(PYTHON) fuzz/seeds.py $(FUZZ_DIR)/seeds
+
+fuzz-trace: fuzz-seeds
+	mkdir -p $(FUZZ_DIR)/corpus-trace
+	fuzz/run.sh $(FUZZ_SECONDS) $(PYTHON) fuzz/fuzz_trace.py $(FUZZ_DIR)/corpus-trace $(FUZZ_DIR)/seeds/trace \
+	  -artifact_prefix=$(FUZZ_DIR)/crashes/trace- $(FUZZ_FLAGS)
+	# the corpus once more with ASan preloaded: a copy (memcpy) past a libtracecmd buffer that did
+	# not crash while fuzzing (ASan and atheris' coverage do not mix, hence a second pass)
+	LD_PRELOAD=$$($(CLANG) -print-file-name=libclang_rt.asan-x86_64.so) ASAN_OPTIONS=detect_leaks=0 \
+	  PYTHONMALLOC=malloc $(PYTHON) fuzz/fuzz_trace.py -runs=0 -artifact_prefix=$(FUZZ_DIR)/crashes/trace-asan- \
+	  $(FUZZ_DIR)/corpus-trace
+
+fuzz-engine: fuzz-seeds
+	mkdir -p $(FUZZ_DIR)/corpus-engine
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  $$($(PYTHON)-config --includes) fuzz/engine_fuzz.c deferstitch/_accel.c \
+	  $$($(PYTHON)-config --embed --ldflags) -o $(FUZZ_DIR)/engine_fuzz
+	DEFERSTITCH_ROOT=$(CURDIR) PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=0 \
+	  fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_DIR)/engine_fuzz $(FUZZ_DIR)/corpus-engine $(FUZZ_DIR)/seeds/perf \
+	  -artifact_prefix=$(FUZZ_DIR)/crashes/engine- $(FUZZ_FLAGS)

@@ -21,7 +21,9 @@ setup(
         "compressed": [],           # kept so that `pip install deferstitch[compressed]` still works
         "fleet": ["dask[distributed]"],
         "test": ["pytest", "zstandard", "tabulate", "protobuf", "jsonschema", "hypothesis",
-                 "dask[distributed]"],
+                 "dask[distributed]",
+                 # fuzz/fuzz_trace.py (make fuzz); wheels for CPython <= 3.11 on x86-64 here
+                 'atheris; python_version <= "3.11" and platform_machine == "x86_64"'],
     },
     entry_points={"console_scripts": ["deferstitch=deferstitch.cli:main"]},
 )

@@ -106,7 +106,7 @@ def test_trace_report_of_a_trace_stopped_by_damage():
         yield from events[:len(events) // 2]
         raise FormatError(str(real), 0x1234, "made-up damage")
     feed = FtraceFeed(long_size=8)
-    err = trace_cli._feed(feed, damaged())
+    err = trace_cli._feed(feed, trace, damaged())
     assert isinstance(err, FormatError)
     rep = feed.report
     assert rep.error == str(err) and rep.conserved() and 0 < rep.samples < len(events) // 2 + 1

@@ -14,6 +14,7 @@ Usage (what bridge.py does):
 import ctypes
 import faulthandler
 import os
+import signal
 
 from ..errors import DeferstitchError, FormatError
 
@@ -102,6 +103,12 @@ _PROTOS = {
     "tracecmd_page_size": (ctypes.c_int, [_P], "tracecmd"),
     "tracecmd_read_next_data": (_REC, [_P, ctypes.POINTER(ctypes.c_int)], "tracecmd"),  # idem
     "tracecmd_free_record": (None, [_REC], "tracecmd"),
+    "tracecmd_record_page": (_P, [_P, _REC], "tracecmd"),           # idem: page->map
+    "tracecmd_get_cpu_file_size": (ctypes.c_longlong, [_P, ctypes.c_int], "tracecmd"),   # idem
+    "tracecmd_get_cursor": (ctypes.c_ulonglong, [_P, ctypes.c_int], "tracecmd"),         # idem
+    "tracecmd_get_file_compress_proto": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_char_p),
+                                                        ctypes.POINTER(ctypes.c_char_p)], "tracecmd"),
+    "tracecmd_get_parsing_failures": (ctypes.c_int, [_P], "tracecmd"),            # idem
     "tracecmd_get_first_ts": (ctypes.c_ulonglong, [_P], "tracecmd"),
     "tracecmd_set_loglevel": (None, [ctypes.c_int], "tracecmd"),
     "tep_get_events_count": (ctypes.c_int, [_P], "traceevent"),
@@ -201,10 +208,16 @@ def _probe_open(path):
     tracecmd_open on some truncated files (seen 2026-12-02: "File possibly truncated. Need at
     least 16384, but file size is 9000." then SIGSEGV), which would kill us without a word."""
     size = os.path.getsize(path)
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError as err:          # seen 2026-12-03 while fuzzing: ENOMEM on a loaded machine
+        raise DeferstitchError("%s: cannot fork the process that tries libtracecmd on it first: %s"
+                               % (path, err.strerror)) from None
     if pid == 0:                                     # child: no Python cleanup, just the verdict
         try:
             faulthandler.disable()                   # the crash is the expected verdict
+            for sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT):
+                signal.signal(sig, signal.SIG_DFL)   # not an inherited handler's exit code
             null = os.open(os.devnull, os.O_WRONLY)  # the library's own lines stay quiet
             os.dup2(null, 1)
             os.dup2(null, 2)
@@ -227,8 +240,12 @@ class Handle:
             raise DeferstitchError("%s: no such file" % path)
         if probe:
             _probe_open(path)
+        # our own descriptor on the same file: its size, watched while libtracecmd maps it
+        self._fd = os.open(path, os.O_RDONLY)
+        self.file_size = os.fstat(self._fd).st_size
         self._h = api.tracecmd_open(os.fsencode(path), TRACECMD_FL_LOAD_NO_PLUGINS)
         if not self._h:
+            os.close(self._fd)
             raise FormatError(path, 0, "libtracecmd cannot open it as a trace.dat "
                                        "(tracecmd_open failed)")
         self._tep = api.tracecmd_get_tep(self._h)
@@ -239,6 +256,41 @@ class Handle:
         self.first_ts = api.tracecmd_get_first_ts(self._h)
         self._cpu = ctypes.c_int(0)
         self._comms = {}
+        name = ctypes.c_char_p()
+        if api.tracecmd_get_file_compress_proto(self._h, ctypes.byref(name), None) == 0:
+            self.compression = _s(name.value) or "compressed"
+        else:
+            self.compression = None             # data offsets are file offsets
+        self._mapped = self.compression is None     # libtracecmd mmaps the file's pages
+        # event formats libtraceevent could not parse: 1.9 drops them (their records then have
+        # a type with no format), 1.7 keeps what it parsed of them
+        self.formats_not_parsed = api.tracecmd_get_parsing_failures(self._h)
+        self._common_end = self._common_size()
+        self._extents = self._cpu_extents()
+        self._last = {}             # cpu -> data offset of the last record read there
+        self._new_page = True       # the last record began a page: check the file before going on
+        self.records = 0
+
+    def _common_size(self):
+        """Bytes of the common fields (common_type ... common_pid): libtraceevent reads the type
+        and pid there in every record, so a record must hold them."""
+        p = api.tep_get_event(self._tep, 0) if api.tep_get_events_count(self._tep) > 0 else None
+        if not p:
+            return 0
+        return max((f.offset + f.size for f in _fields(p.contents.format.common_fields)), default=0)
+
+    def _cpu_extents(self):
+        """cpu -> (first page, last page) of its data as libtracecmd counts offsets (file
+        offsets, or offsets in the decompressed data of a compressed file)."""
+        out = {}
+        for cpu in range(self.cpus):
+            size = api.tracecmd_get_cpu_file_size(self._h, cpu)   # -1: no such cpu index
+            if size <= 0 or size > 1 << 48 or self.page_size <= 0:
+                continue
+            first = api.tracecmd_get_cursor(self._h, cpu)
+            first -= first % self.page_size
+            out[cpu] = (first, first + (size - 1) // self.page_size * self.page_size)
+        return out
 
     def events(self):
         """Every event format the file carries."""
@@ -257,16 +309,78 @@ class Handle:
         pid, file offset, payload bytes), or None at the end. missed_events: 0, a count, or -1
         when the kernel said events were lost without a count."""
         self._check()
+        if self._new_page:
+            self._unchanged()
         rp = api.tracecmd_read_next_data(self._h, ctypes.byref(self._cpu))
         if not rp:
+            self._unchanged()
+            self._complete()
             return None
         try:
             r = rp.contents
-            payload = ctypes.string_at(r.data, r.size) if r.size > 0 else b""
-            return (r.ts, r.cpu, r.missed_events, api.tep_data_type(self._tep, rp),
-                    api.tep_data_pid(self._tep, rp), r.offset, payload)
+            self._fits(rp, r)
+            size, offset, cpu = r.size, r.offset, r.cpu
+            payload = ctypes.string_at(r.data, size) if size > 0 else b""
+            self.records += 1
+            last = self._last.get(cpu, -self.page_size)
+            self._new_page = self._mapped or offset // self.page_size != last // self.page_size
+            self._last[cpu] = offset
+            return (r.ts, cpu, r.missed_events, api.tep_data_type(self._tep, rp),
+                    api.tep_data_pid(self._tep, rp), offset, payload)
         finally:
             api.tracecmd_free_record(rp)
+
+    def _fits(self, rp, r):
+        """The record lies inside the page libtracecmd holds it in: kbuffer takes an event's
+        length from the event itself (a damaged one says 64 MB or 2 GB), and copying that much
+        reads past the page (seen 2026-12-03: SIGSEGV, SIGBUS, valgrind reads past a 40 KiB
+        buffer). The page is page_size bytes at tracecmd_record_page() (page->map)."""
+        page = api.tracecmd_record_page(self._h, rp)
+        data, size = r.data or 0, r.size
+        need = max(size, self._common_end)
+        if page and data and size >= 0 and page <= data and data + need <= page + self.page_size:
+            if size >= self._common_end:
+                return
+            why = "a %d-byte event is shorter than its common fields (%d bytes)" % (
+                size, self._common_end)
+        else:
+            why = "an event of %d bytes at byte %d of its page overruns the %d-byte page" % (
+                size & 0xFFFFFFFF, data - page if page and data else -1, self.page_size)
+        raise self.error(r.offset, "CPU %d: %s: damaged ring-buffer page (%d records read before "
+                          "it)" % (r.cpu, why, self.records))
+
+    def error(self, offset, message):
+        """A FormatError at a record's data offset: a file offset, except in a compressed file,
+        where offsets count the decompressed data (then the offset goes in the text)."""
+        if self.compression is None:
+            return FormatError(self.path, offset, message)
+        return FormatError(self.path, None, "offset %#x of the %s-decompressed data: %s"
+                           % (offset, self.compression, message))
+
+    def _unchanged(self):
+        """The file has not shrunk since it was opened: libtracecmd maps its pages, and a page
+        past the new end is SIGBUS (an uncompressed file) or a silent end of data (compressed).
+        Checked before each record of an uncompressed file (its pages are mapped from the file:
+        a cut takes away the page being read too); in a compressed one (pages decompressed into
+        memory) only before going on after a record that began a new page, as an fstat costs
+        a quarter of the read time. A cut made between the check and the read can still win."""
+        size = os.fstat(self._fd).st_size
+        if size < self.file_size:
+            raise FormatError(self.path, size, "the file was cut from %d to %d bytes while it was "
+                              "read: incomplete, stopped after %d records"
+                              % (self.file_size, size, self.records))
+
+    def _complete(self):
+        """At the end of data: each CPU was read to its last pages. libtracecmd ends a CPU
+        quietly when it cannot read or decompress a page, which would pass for a short trace."""
+        for cpu, (first, last) in sorted(self._extents.items()):
+            reached = self._last.get(cpu)
+            reached = first - self.page_size if reached is None else reached - reached % self.page_size
+            if reached < last - self.page_size:
+                raise self.error(max(reached, first), "CPU %d: libtracecmd stopped reading "
+                                 "here, %d bytes before the end of this CPU's data (unreadable or "
+                                 "damaged): incomplete, %d records read"
+                                 % (cpu, last + self.page_size - max(reached, first), self.records))
 
     def comm(self, pid):
         """The comm trace-cmd shows for pid (saved_cmdlines), "<...>" when unknown."""
@@ -289,6 +403,7 @@ class Handle:
         if self._h:
             api.tracecmd_close(self._h)
             self._h = self._tep = None
+            os.close(self._fd)
 
     def __del__(self):
         try:

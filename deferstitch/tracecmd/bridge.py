@@ -119,10 +119,25 @@ class Event:
         return self.type is not None and name in self.type.fields
 
     def __getitem__(self, name):
+        """The field's value; a field the event's format lacks is a format error (a damaged or
+        foreign format: the file's, not ours), one line naming the file."""
         f = self.type.fields.get(name) if self.type else None
         if f is None:
-            raise KeyError(name)
-        return f.read(self.data, self.trace.endian)
+            if self.type is None:
+                what = "an event of unknown type"
+            else:
+                what = "event %s:%s (format id %d, fields: %s)" % (
+                    self.system, self.name, self.type.id, ", ".join(self.type.fields) or "none")
+            raise self.trace.error(self.offset, "%s has no field %r, which deferstitch needs"
+                                   % (what, name))
+        return self._read(f)
+
+    def _read(self, f):
+        try:
+            return f.read(self.data, self.trace.endian)
+        except struct.error:        # a __data_loc word past the end of a short record
+            raise self.trace.error(self.offset, "a %d-byte %s:%s record is too short for its "
+                                   "field %r" % (len(self.data), self.system, self.name, f.name))
 
     def get(self, name, default=None):
         return self[name] if name in self else default
@@ -138,14 +153,13 @@ class Event:
                      self.trace.endian) for i in range(n)]
 
     def common(self, name):
-        return self.type.common[name].read(self.data, self.trace.endian)
+        return self._read(self.type.common[name])
 
     def fields(self):
         """{name: value} of the event's own fields, in format order."""
         if self.type is None:
             return {}
-        e = self.trace.endian
-        return {n: f.read(self.data, e) for n, f in self.type.fields.items()}
+        return {n: self._read(f) for n, f in self.type.fields.items()}
 
     def __repr__(self):
         return "Event(%s:%s pid %d cpu %d ts %d%s)" % (
@@ -164,6 +178,12 @@ class Trace:
         self.cpus, self.long_size = self._h.cpus, self._h.long_size
         self.endian = ">" if self._h.big_endian else "<"
         self.types = {d.id: EventType(d, self.long_size) for d in self._h.events()}
+        self.formats_not_parsed = self._h.formats_not_parsed
+
+    def error(self, offset, message):
+        """A FormatError about the record at data ``offset`` (a file offset unless the file is
+        compressed: then the offset goes in the text)."""
+        return self._h.error(offset, message)
 
     def find_type(self, system, name):
         for t in self.types.values():

@@ -16,7 +16,7 @@ their events the same way, so the outputs are the same either way.
 import json
 import sys
 
-from ..errors import DeferstitchError, FormatError
+from ..errors import DeferstitchError
 from ..model import STITCHED
 from ..output.atomic import Output
 from ..output.tables import render
@@ -39,16 +39,31 @@ def run_feed(path, out=None, max_pending=DEFAULT_MAX_PENDING, resolved=None, sta
         return feed.report, trace
 
 
-def _feed(feed, trace):
-    """Run the feed over the trace. At damage inside, what was read before it is still
-    stitched and reported (``report.error`` says where it stopped); the error is returned."""
+def _feed(feed, trace, events=None):
+    """Run the feed over the trace. At damage inside (a record past its page, a format that
+    lacks a field, a file cut while read), what was read before it is still stitched and
+    reported (``report.error`` says where it stopped; events still waiting for their stack
+    count as unmatched at the end); the error is returned. Formats the library could not
+    parse are a warning (_formats_warning)."""
     try:
-        feed.run(trace)
-    except FormatError as err:
+        feed.run(trace if events is None else events)
+    except DeferstitchError as err:
         feed.finish()
         feed.report.error = str(err)
+        _formats_warning(trace, feed.report)
         return err
+    _formats_warning(trace, feed.report)
     return None
+
+
+def _formats_warning(trace, rep):
+    """Event formats the library could not parse: in the report, and one line on stderr (their
+    events, if any, are read as plain events of an unknown type)."""
+    if trace.formats_not_parsed:
+        rep.extra["event_formats_not_parsed"] = trace.formats_not_parsed
+        sys.stderr.write("deferstitch: %s: warning: %d event format(s) in the file did not parse; "
+                         "their events are counted under ftrace_anomalies\n"
+                         % (trace.path, trace.formats_not_parsed))
 
 
 def cmd_trace(args):
@@ -112,7 +127,7 @@ def _report(path, args, timeline=None):
         feed = FtraceFeed(resolved=resolved, sample=sample if timeline is not None else None,
                           max_pending=args.max_pending, long_size=trace.long_size)
         namer.recorded = feed.paths
-        _feed(feed, watched() if timeline is not None else trace)
+        _feed(feed, trace, watched() if timeline is not None else None)
     feed.report.extra["unnamed_user_frames"] = dict(sorted(namer.unnamed.items()))
     return feed.report
 

@@ -101,6 +101,8 @@ class FtraceFeed:
         """One event, in the order trace-cmd report prints them (time order across CPUs)."""
         key = (ev.system, ev.name)
         self.counts["%s:%s" % key] += 1
+        if ev.type is None:         # a format that did not parse, or a damaged type id
+            self.anomalies["events of a type with no event format"] += 1
         cpu = ev.cpu
         if ev.missed:
             self._close_cpu(cpu)

@@ -1,0 +1,75 @@
+"""The fuzz harnesses (fuzz/, ``make fuzz``) still run: their seeds are made, every seed passes
+the checks of fuzz/cases.py, and the atheris harness goes once over its seeds.
+
+The fuzzing itself is not run here (``make fuzz FUZZ_SECONDS=600`` on request); nor is the
+libFuzzer build of the engine (clang, ~30 s to compile): its checks are cases.perf_case, run below.
+"""
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CAPTURES, DATA, ROOT
+
+sys.path.insert(0, str(ROOT / "fuzz"))
+import cases            # noqa: E402
+import seeds            # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def seed_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("seeds")
+    assert seeds.main(["seeds.py", str(out)]) == 0
+    return out
+
+
+def test_trace_seeds_pass_the_checks(seed_dir):
+    files = sorted((seed_dir / "trace").iterdir())
+    assert len(files) >= 3                          # the synthetic files at least
+    for f in files:
+        rep = cases.trace_case(f.read_bytes())
+        assert rep is not None and rep.samples > 0, f
+
+
+def test_damaged_trace_files_pass_the_checks():
+    """The repros end in one-line errors now; before, they crashed the process or raised."""
+    for f in sorted(DATA.glob("trace-*.dat")):
+        cases.trace_case(f.read_bytes())
+
+
+def test_perf_seeds_engine_equals_python(seed_dir):
+    if not (CAPTURES / "a_per_task").exists():
+        pytest.skip("real captures not found: put the shared folder beside the checkout")
+    files = sorted((seed_dir / "perf").iterdir())
+    assert files
+    for f in files:
+        cases.perf_case(f.read_bytes())
+
+
+def test_perf_case_catches_a_differing_engine(seed_dir, monkeypatch):
+    """The check can fail: an engine whose report differs from Python's is caught."""
+    from deferstitch.perfdata import engine
+    if not engine.available():
+        pytest.skip("the C engine is not built: python3 setup.py build_ext --inplace")
+    f = seed_dir / "perf" / "a_per_task.data"
+    if not f.exists():
+        pytest.skip("real captures not found")
+    real = engine.EngineRun.report
+
+    def off_by_one(self):
+        r = real(self)
+        r.lost_events += 1
+        return r
+    monkeypatch.setattr(engine.EngineRun, "report", off_by_one)
+    with pytest.raises(AssertionError, match="engine and Python reports differ"):
+        cases.perf_case(f.read_bytes())
+
+
+def test_atheris_harness_runs_over_its_seeds(seed_dir, tmp_path):
+    pytest.importorskip("atheris", reason="atheris not installed: pip install atheris")
+    p = subprocess.run([sys.executable, str(ROOT / "fuzz" / "fuzz_trace.py"), "-runs=0",
+                        "-artifact_prefix=%s/" % tmp_path, str(seed_dir / "trace")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "INITED" in p.stderr and "DONE" in p.stderr, p.stderr[-2000:]
+    assert not list(tmp_path.iterdir())             # no crash file
