@@ -65,6 +65,8 @@ static PyObject *Fallback;
 static inline uint64_t rd64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 static inline uint32_t rd32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static inline uint16_t rd16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+/* a counter fed by the input's own u64 counts saturates, as stitcher.py's does (U64_MAX) */
+static inline void add_sat(uint64_t *c, uint64_t n) { *c = n > UINT64_MAX - *c ? UINT64_MAX : *c + n; }
 
 /* ---- records, samples, stacks, tasks ---------------------------------------------------- */
 typedef struct Rec {
@@ -928,11 +930,11 @@ static int feed_record(Engine *e, Rec *r) {
     }
     case T_LOST:
         if (r->size < 24) FAILR(e, "short LOST", r);
-        e->lost_seq++; e->lost_records++; e->lost_events += rd64(r->data + 16);
+        e->lost_seq++; e->lost_records++; add_sat(&e->lost_events, rd64(r->data + 16));
         break;
     case T_LOST_SAMPLES:
         if (r->size < 16) FAILR(e, "short LOST_SAMPLES", r);
-        e->lost_seq++; e->lost_records++; e->lost_events += rd64(r->data + 8);
+        e->lost_seq++; e->lost_records++; add_sat(&e->lost_events, rd64(r->data + 8));
         break;
     }
     return push(e, r);

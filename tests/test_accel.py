@@ -28,6 +28,7 @@ from deferstitch.perfdata.feed import PerfFeed
 from deferstitch.perfdata.reader import PerfData
 
 KALLSYMS = CAPTURES / "kallsyms.xz"
+DATA = Path(__file__).resolve().parent / "data"
 SYMFS = CAPTURES / "bin"
 
 
@@ -142,6 +143,19 @@ def test_damage_falls_back_to_the_python_path(scenario, nth, tmp_path):
     py, default = run("0", argv), run("1", argv)
     assert default == py and py[0] == 2
     assert (py[1].count("\n\n") > 100) == (nth > 100)       # samples before the damage are out
+
+
+def test_lost_counts_saturate_the_same_on_both_paths(tmp_path):
+    """Two LOST records whose u64 counts add up past 2^64: both paths saturate at 2^64-1 (the
+    engine used to wrap, the Python path to grow past u64), in the report and in the report a
+    stitched file carries."""
+    path = DATA / "diff-engine-vs-python.data"
+    py, fast = both(["report", path, "--json"])
+    assert_same(py, fast)
+    assert '"lost_events": %d,' % ((1 << 64) - 1) in py[1]
+    out = str(tmp_path / "st.data")
+    py, fast = both(["stitch", path, "-q", "-o", out], out)
+    assert_same(py, fast)
 
 
 # -- random synthetic streams through every cookie rule ----------------------------------------
