@@ -1061,9 +1061,11 @@ static int take(Engine *e, const unsigned char *p, uint32_t size, uint64_t at, i
     if (!raw) return -1;
     char *b; Py_ssize_t n;
     if (PyBytes_AsStringAndSize(raw, &b, &n) < 0) { Py_DECREF(raw); return -1; }
-    if (reserve(&e->zin, &e->zin_cap, e->zin_len + n) < 0) { Py_DECREF(raw); return -1; }
-    memcpy(e->zin + e->zin_len, b, n);
-    e->zin_len += n;
+    if (n) {        /* a container may decompress to nothing: zin may still be NULL then */
+        if (reserve(&e->zin, &e->zin_cap, e->zin_len + n) < 0) { Py_DECREF(raw); return -1; }
+        memcpy(e->zin + e->zin_len, b, n);
+        e->zin_len += n;
+    }
     Py_DECREF(raw);
     e->zoffset = at;
     return frame_inner(e);
@@ -1071,6 +1073,7 @@ static int take(Engine *e, const unsigned char *p, uint32_t size, uint64_t at, i
 
 static int frame_inner(Engine *e) {
     size_t pos = 0;
+    if (!e->zin_len) return 0;          /* nothing to frame (and zin may be NULL) */
     while (e->zin_len - pos >= 8) {
         uint16_t size = rd16(e->zin + pos + 6);
         if (size < 8) FAIL(e, "decompressed record smaller than its header", e->zoffset);

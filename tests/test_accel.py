@@ -12,6 +12,8 @@ import io
 import os
 import shutil
 import struct
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -156,6 +158,29 @@ def test_lost_counts_saturate_the_same_on_both_paths(tmp_path):
     out = str(tmp_path / "st.data")
     py, fast = both(["stitch", path, "-q", "-o", out], out)
     assert_same(py, fast)
+
+
+def test_no_undefined_behaviour_on_an_empty_container(tmp_path):
+    """A COMPRESSED record that decompresses to 0 bytes: the engine built with UBSan (aborting on
+    the first finding) must run the file without a finding (it applied a zero offset to a null
+    pointer)."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("no C compiler: apt-get install gcc")
+    import sysconfig
+    root = Path(engine.__file__).resolve().parent.parent
+    shutil.copytree(root, tmp_path / "deferstitch", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    so = tmp_path / "deferstitch" / ("_accel" + sysconfig.get_config_var("EXT_SUFFIX"))
+    cc = subprocess.run([gcc, "-shared", "-fPIC", "-O1", "-fsanitize=undefined", "-fno-sanitize-recover=all",
+                         "-I" + sysconfig.get_paths()["include"], str(root / "_accel.c"), "-o", str(so)],
+                        capture_output=True, text=True)
+    if cc.returncode != 0:
+        pytest.skip("no UBSan build (apt-get install gcc): %s" % cc.stderr[-300:])
+    p = subprocess.run([sys.executable, "-m", "deferstitch", "report", str(DATA / "accel-ub-null-zin.data"),
+                        "--json"], cwd=tmp_path, capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(tmp_path), DEFERSTITCH_ACCEL="1"))
+    assert "runtime error" not in p.stderr, p.stderr
+    assert p.returncode == 2 and "offset 0x114" in p.stderr, p.stderr
 
 
 # -- random synthetic streams through every cookie rule ----------------------------------------
