@@ -49,29 +49,17 @@ def _progress(perf, quiet):
 
 def run(args, make, symbols=False, perf=None):
     """Run the input (``perf`` if already open) into ``make(perf, ctx)``: through the C engine
-    when it can take the file (perfdata/engine.py), else, or when it falls back, through the
-    Python path. Returns (report, output)."""
+    when it can take the input (perfdata/engine.py), else through the Python path. Either way
+    one pass: damage raises its FormatError after what came before it was delivered.
+    Returns (report, output)."""
     perf = perf or PerfData.open(args.input)
     ctx = context(perf, args) if symbols else None
     out = make(perf, ctx)
     mode = _engine_mode(out)
     why = engine.unavailable(perf) if mode is not None else "an output the engine does not feed"
-    required = os.environ.get("DEFERSTITCH_ACCEL") == "require"
     if why is None:
-        try:
-            return _run_engine(perf, out, args, ctx, mode), out
-        except (engine.Fallback, FormatError) as err:
-            why = "fell back at: %s" % err
-        perf.close()
-        if hasattr(out, "discard"):         # a file we can rewrite
-            out.discard()
-        written = getattr(out, "written", 0)   # text already out (perf script's, in time order)
-        perf = PerfData.open(args.input)
-        ctx = context(perf, args) if symbols else None
-        out = make(perf, ctx)
-        if written:
-            out.skip = written
-    if required:
+        return _run_engine(perf, out, args, ctx, mode), out
+    if os.environ.get("DEFERSTITCH_ACCEL") == "require":
         raise DeferstitchError("DEFERSTITCH_ACCEL=require, but the C engine was not used: %s" % why)
     return _run_python(perf, out, args, ctx), out
 
@@ -92,30 +80,38 @@ def _run_engine(perf, out, args, ctx, mode):
     run = engine.EngineRun(perf, mode, args.max_pending,
                            keep=out.writer.keep_table() if mode == engine.MODE_FILE else None)
     tick = _progress(perf, args.quiet)
-    done = perf.data_start
-    for chunk in run.chunks():
+    try:
+        for chunk in run.chunks():
+            if mode == engine.MODE_FILE:
+                if chunk.__class__ is bytes:
+                    out.writer.write_kept(chunk)
+                else:                       # records the engine passed as they are (AUXTRACE, ...)
+                    for item in chunk:
+                        if item.__class__ is bytes:
+                            out.writer.write_kept(item)
+                        else:
+                            out.writer.write(item)
+            elif mode != engine.MODE_NONE:      # events: resolved samples, side-band records, turns
+                add, observe, turn = out.resolved_ips, ctx.observe, getattr(out, "turn", None)
+                for ev in chunk:
+                    cls = ev.__class__
+                    if cls is tuple:
+                        add(*ev)
+                    elif cls is int:
+                        turn(ev)
+                    else:
+                        observe(ev)
+            if tick is not None:
+                tick(run.offset)
+    finally:
+        rep = run.report()
         if mode == engine.MODE_FILE:
-            out.writer.write_kept(chunk)
-        elif mode != engine.MODE_NONE:      # events: resolved samples, side-band records, turns
-            add, observe, turn = out.resolved_ips, ctx.observe, getattr(out, "turn", None)
-            for ev in chunk:
-                cls = ev.__class__
-                if cls is tuple:
-                    add(*ev)
-                elif cls is int:
-                    turn(ev)
-                else:
-                    observe(ev)
+            for t, n in run.dropped.items():
+                out.writer.dropped[t] = out.writer.dropped.get(t, 0) + n
+        out.report = rep
+        out.close()
         if tick is not None:
-            done += engine.READ_SIZE
-            tick(min(done, perf.data_end))
-    rep = run.report()
-    if mode == engine.MODE_FILE:
-        out.writer.dropped = run.dropped
-    out.report = rep
-    out.close()
-    if tick is not None:
-        sys.stderr.write("\r\033[K")
+            sys.stderr.write("\r\033[K")
     return rep
 
 

@@ -21,8 +21,6 @@ class PerfScript:
         self.f, self.ctx, self.max_stack = f, ctx, max_stack
         self._frames = StackCache(ctx, _frame_lines)
         self._ready = {}          # sample number -> text, until its turn (the C engine's path)
-        self.written = 0          # samples written so far
-        self.skip = 0             # samples already written by a run that fell back (see pipeline.run)
 
     def record(self, rec):
         pass
@@ -34,11 +32,7 @@ class PerfScript:
                                 s.ref.entry, s.cpu, s.time)
 
     def sample(self, s):
-        if self.skip:             # both paths give the same samples in the same order
-            self.skip -= 1
-            return
         self.f.write(s.ref.text)
-        self.written += 1
 
     def resolved_ips(self, pid, tid, comm, ips, period, entry, cpu, time, number):
         """A sample from the C engine (perfdata/engine.py): ``ips`` as native u64 bytes."""
@@ -51,7 +45,6 @@ class PerfScript:
     def turn(self, number):
         """The C engine's time order: sample ``number`` is next."""
         self.f.write(self._ready.pop(number))
-        self.written += 1
 
     def _text(self, pid, tid, comm, ips, period, entry, cpu, time):
         head = "%s %7d " % (comm, tid if tid is not None else -1)
