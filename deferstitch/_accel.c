@@ -23,7 +23,8 @@
  * (perfdata.reader.Record) and one tuple per resolved sample
  * (pid, tid, comm, ips as native u64 bytes, period, attr index); MODE_ORDERED adds (cpu, time,
  * number) to each, and the number again when the sample's turn comes in time order (outputs
- * that print in order: perf script's text); MODE_NONE only counts.
+ * that print in order: perf script's text); MODE_LABELLED gives (pid, tid, comm, ips, period,
+ * attr index, time, outcome key) (outputs that label outcomes: pprof); MODE_NONE only counts.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -58,7 +59,8 @@
 #define CTX_USER ((uint64_t)-512)
 #define CTX_MAX ((uint64_t)-4095)
 
-enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2, MODE_ORDERED = 3 };
+enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2, MODE_ORDERED = 3, MODE_LABELLED = 4 };
+#define EVENTS(e) ((e)->mode == MODE_EVENTS || (e)->mode == MODE_ORDERED || (e)->mode == MODE_LABELLED)
 /* outcome / reason keys, in the order of model.py: STITCHED, PASSED, then REASONS */
 enum { K_STITCHED, K_PASSED, K_LOST, K_LOST_AFTER, K_EXITED, K_ENDED, K_EVICTED, K_NO_TASK, NKEYS };
 #define PENDING (-1)
@@ -675,12 +677,16 @@ static int emit(Engine *e, Samp *s) {
         if (c->comm != s->comm) { Py_INCREF(s->comm); Py_XDECREF(c->comm); c->comm = s->comm; }
         c->comm_seq = e->count_seq;
     }
-    if (e->mode == MODE_EVENTS || e->mode == MODE_ORDERED) {
+    if (EVENTS(e)) {
         PyObject *ips = sample_ips(s);
         if (!ips) return -1;
         PyObject *t = e->mode == MODE_EVENTS     /* (folded needs no more, and it is per sample) */
             ? Py_BuildValue("(NNONNi)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
                             s->comm ? s->comm : Py_None, ips, opt_u64(s->has_period, s->period), s->entry)
+            : e->mode == MODE_LABELLED
+            ? Py_BuildValue("(NNONNiNi)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
+                            s->comm ? s->comm : Py_None, ips, opt_u64(s->has_period, s->period), s->entry,
+                            opt_u64(s->has_time, s->time), k)
             : Py_BuildValue("(NNONNiNNK)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
                             s->comm ? s->comm : Py_None, ips,
                             opt_u64(s->has_period, s->period), s->entry,
@@ -970,7 +976,7 @@ static int feed_record(Engine *e, Rec *r) {
     uint16_t t = r->type;
     int rc;
     e->counts[t]++;
-    if ((e->mode == MODE_EVENTS || e->mode == MODE_ORDERED) && (t == T_MMAP || t == T_MMAP2 || t == T_COMM || t == T_FORK
+    if (EVENTS(e) && (t == T_MMAP || t == T_MMAP2 || t == T_COMM || t == T_FORK
                                    || t == T_EXIT || t == T_KSYMBOL)) {
         PyObject *o = make_record(e, r);          /* what PerfContext.observe sees */
         if (!o || PyList_Append(e->events, o) < 0) { Py_XDECREF(o); free(r); return -1; }
@@ -1493,5 +1499,6 @@ PyMODINIT_FUNC PyInit__accel(void) {
     PyModule_AddIntConstant(m, "MODE_EVENTS", MODE_EVENTS);
     PyModule_AddIntConstant(m, "MODE_NONE", MODE_NONE);
     PyModule_AddIntConstant(m, "MODE_ORDERED", MODE_ORDERED);
+    PyModule_AddIntConstant(m, "MODE_LABELLED", MODE_LABELLED);
     return m;
 }

@@ -8,8 +8,11 @@ Samples with the same locations and labels are one pprof sample with the values 
 pprof's own merge does: the profile grows with distinct stacks per thread, not with the file."""
 import gzip
 
-from .frames import StackCache, sample_ips, sample_period
+from ..model import PASSED, REASONS, STITCHED, UNMATCHED
+from .frames import StackCache, sample_ips, sample_period, weight
 from .pprof_schema import messages
+
+_OUTCOMES = [(STITCHED, None), (PASSED, None)] + [(UNMATCHED, r) for r in REASONS]   # engine.KEYS
 
 
 class Pprof:
@@ -77,28 +80,39 @@ class Pprof:
         return tuple(self._location(pid, ip, sym, off, dso) for ip, sym, off, dso in frames)
 
     def resolved(self, s):
-        locs = self._locs.get(s.pid, tuple(sample_ips(s)))
-        if s.reason:
-            locs += (self._location(s.pid, 0, "[user stack lost: %s]" % s.reason, 0, "[deferstitch]"),)
-        comm = self.ctx.comm(s)
-        tid = s.tid if s.tid is not None else -1
-        key = (locs, comm, s.outcome, s.reason, tid)
+        """A sample from the Python path (PerfFeed)."""
+        self._add(s.pid, s.tid, self.ctx.comm(s), tuple(sample_ips(s)), sample_period(s), s.time,
+                  s.outcome, s.reason)
+
+    def resolved_labelled(self, pid, tid, comm, ips, period, entry, time, key):
+        """A sample from the C engine (perfdata/engine.py): ``ips`` as native u64 bytes, ``key``
+        the outcome's number (engine.KEYS)."""
+        outcome, reason = _OUTCOMES[key]
+        self._add(pid, tid, self.ctx.comm_of(tid, comm), ips,
+                  weight("period", period, self.ctx.perf.evlist.entries[entry].attr), time, outcome, reason)
+
+    def _add(self, pid, tid, comm, ips, period, time, outcome, reason):
+        locs = self._locs.get(pid, ips)
+        if reason:
+            locs += (self._location(pid, 0, "[user stack lost: %s]" % reason, 0, "[deferstitch]"),)
+        tid = tid if tid is not None else -1
+        key = (locs, comm, outcome, reason, tid)
         smp = self._samples.get(key)
         if smp is None:
             smp = self._samples[key] = self.prof.sample.add()
             smp.location_id.extend(locs)
             smp.value.extend([0, 0])
-            for lkey, val in (("thread", comm), ("outcome", s.outcome), ("reason", s.reason)):
+            for lkey, val in (("thread", comm), ("outcome", outcome), ("reason", reason)):
                 if val:
                     lab = smp.label.add()
                     lab.key, lab.str = self.s(lkey), self.s(val)
             lab = smp.label.add()
             lab.key, lab.num = self.s("tid"), tid
         smp.value[0] += 1
-        smp.value[1] += sample_period(s)
-        if s.time is not None:
-            self.first = s.time if self.first is None else min(self.first, s.time)
-            self.last = s.time if self.last is None else max(self.last, s.time)
+        smp.value[1] += period
+        if time is not None:
+            self.first = time if self.first is None else min(self.first, time)
+            self.last = time if self.last is None else max(self.last, time)
 
     def sample(self, s):
         pass
