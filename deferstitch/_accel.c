@@ -213,7 +213,7 @@ typedef struct {
     int have_next_flush;
     uint64_t rounds, unordered, max_queued_seen, forced_flushes;
     /* feed */
-    uint64_t counts[65536];
+    uint64_t counts[65536], nrecords;
     PyObject *big_counts;       /* record types past 16 bits (foreign records): type -> count */
     PyObject *comms;            /* tid -> comm (dict) */
     FItem *fifo; size_t fhead, flen, fcap;
@@ -976,6 +976,7 @@ static int feed_record(Engine *e, Rec *r) {
     uint16_t t = r->type;
     int rc;
     e->counts[t]++;
+    e->nrecords++;
     if (EVENTS(e) && (t == T_MMAP || t == T_MMAP2 || t == T_COMM || t == T_FORK
                                    || t == T_EXIT || t == T_KSYMBOL)) {
         PyObject *o = make_record(e, r);          /* what PerfContext.observe sees */
@@ -1328,6 +1329,11 @@ static PyObject *Engine_output(Engine *e, PyObject *noarg) {
     return take_output(e);
 }
 
+/* progress(): (records fed, samples) so far, for the progress line */
+static PyObject *Engine_progress(Engine *e, PyObject *noarg) {
+    return Py_BuildValue("(KK)", (unsigned long long)e->nrecords, (unsigned long long)e->samples);
+}
+
 /* leftover(): (bytes of a record cut at the end of the compressed stream, container offset) */
 static PyObject *Engine_leftover(Engine *e, PyObject *noarg) {
     return Py_BuildValue("(nK)", (Py_ssize_t)e->zin_len, (unsigned long long)e->zoffset);
@@ -1462,6 +1468,7 @@ static PyMethodDef Engine_methods[] = {
      "abort(): the reader met damage (its error is the caller's to raise): finish with what came before; "
      "a damaged record the sorter held raises its own error"},
     {"output", (PyCFunction)Engine_output, METH_NOARGS, "the output so far (bytes, events or None)"},
+    {"progress", (PyCFunction)Engine_progress, METH_NOARGS, "(records, samples) so far"},
     {"leftover", (PyCFunction)Engine_leftover, METH_NOARGS, "(bytes of a cut compressed record, offset)"},
     {"state", (PyCFunction)Engine_state, METH_NOARGS, "the counts, for a StitchReport"},
     {NULL}

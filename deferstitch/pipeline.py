@@ -3,12 +3,13 @@
     PerfData --(engine.EngineRun | PerfFeed)--> output (StitchedFile, Folded, PerfScript, ...)
 
 ``run(args, make)`` opens the input, builds the output with ``make(perf, ctx)`` and drives it
-on the engine when the engine can take the input (perfdata/engine.py), else, or when the
-engine falls back, on the Python path, which is the definition. The CLI only parses arguments
-and picks the output.
+in one pass: on the engine when the engine can take the input (perfdata/engine.py), else on the
+Python path, which is the definition; a progress line on a terminal for long runs. The CLI only
+parses arguments and picks the output.
 """
 import os
 import sys
+import time
 
 from .errors import DeferstitchError, FormatError
 from .output.perf_records import PerfContext
@@ -32,25 +33,46 @@ class Null:
         pass
 
 
-def _progress(perf, quiet):
-    """tick(file offset): a progress line on stderr for big inputs when stderr is a terminal."""
-    if quiet or not sys.stderr.isatty() or perf.data_end is None or perf.data_end < (64 << 20):
-        return None
-    total = perf.data_end
-    state = {"n": 0}
+class Progress:
+    """A progress line on stderr for long inputs (files and pipes) when stderr is a terminal:
+    bytes read (and the share of the data section, when known), records, samples, samples/s.
+    It appears once the run has taken DEFERSTITCH_PROGRESS_DELAY seconds (default 1), so that
+    short runs print nothing, and is rewritten at most four times a second."""
 
-    def tick(offset):
-        state["n"] += 1
-        if state["n"] & 0xFFFF == 0 or offset >= total:
-            sys.stderr.write("\rdeferstitch: %3d%%" % (100 * offset // total))
+    def __init__(self, perf):
+        self.total = perf.data_end - perf.data_start if perf.data_end is not None else None
+        self.base = perf.data_start
+        self.start = self.last = time.monotonic()
+        self.delay = float(os.environ.get("DEFERSTITCH_PROGRESS_DELAY", "1"))
+        self.shown = False
+
+    def tick(self, offset, records, samples):
+        now = time.monotonic()
+        if now - self.start < self.delay or (self.shown and now - self.last < 0.25):
+            return
+        self.last, self.shown = now, True
+        done = offset - self.base
+        share = " (%d %%)" % (100 * done // self.total) if self.total else ""
+        rate = samples / max(now - self.start, 1e-6)
+        sys.stderr.write("\rdeferstitch: %.1f MB read%s, %d records, %d samples, %d samples/s\033[K"
+                         % (done / 1e6, share, records, samples, rate))
+        sys.stderr.flush()
+
+    def done(self):
+        if self.shown:
+            sys.stderr.write("\r\033[K")
             sys.stderr.flush()
-    return tick
+
+
+def _progress(perf, quiet):
+    return None if quiet or not sys.stderr.isatty() else Progress(perf)
 
 
 def run(args, make, symbols=False, perf=None):
     """Run the input (``perf`` if already open) into ``make(perf, ctx)``: through the C engine
-    when it can take the input (perfdata/engine.py), else through the Python path. Either way
-    one pass: damage raises its FormatError after what came before it was delivered.
+    when it can take the input (perfdata/engine.py), else through the Python path, with the
+    progress line on a terminal. Either way one pass: damage raises its FormatError after what
+    came before it was delivered.
     Returns (report, output)."""
     perf = perf or PerfData.open(args.input)
     ctx = context(perf, args) if symbols else None
@@ -105,7 +127,7 @@ def _run_engine(perf, out, args, ctx, mode):
                     else:
                         observe(ev)
             if tick is not None:
-                tick(run.offset)
+                tick.tick(run.offset, *run.engine.progress())
     finally:
         rep = run.report()
         if mode == engine.MODE_FILE:
@@ -114,14 +136,21 @@ def _run_engine(perf, out, args, ctx, mode):
         out.report = rep
         out.close()
         if tick is not None:
-            sys.stderr.write("\r\033[K")
+            tick.done()
     return rep
 
 
 def _run_python(perf, out, args, ctx):
     """reader -> feed/stitcher -> ``out``; ctx (maps, comms) and the progress line watch the input."""
     tick = _progress(perf, args.quiet)
-    watchers = [w for w in (ctx.observe if ctx else None, (lambda rec: tick(rec.offset)) if tick else None) if w]
+    feed = None
+    seen = [0]
+
+    def progress(rec):
+        seen[0] += 1
+        if seen[0] & 0xFFF == 0:
+            tick.tick(rec.offset, seen[0], feed.report.samples)
+    watchers = [w for w in (ctx.observe if ctx else None, progress if tick else None) if w]
 
     def observe(rec):
         for w in watchers:
@@ -134,7 +163,7 @@ def _run_python(perf, out, args, ctx):
         out.report = feed.report
         out.close()
         if tick is not None:
-            sys.stderr.write("\r\033[K")
+            tick.done()
     return feed.report
 
 
