@@ -23,8 +23,11 @@
  * (perfdata.reader.Record) and one tuple per resolved sample
  * (pid, tid, comm, ips as native u64 bytes, period, attr index); MODE_ORDERED adds (cpu, time,
  * number) to each, and the number again when the sample's turn comes in time order (outputs
- * that print in order: perf script's text); MODE_LABELLED gives (pid, tid, comm, ips, period,
- * attr index, time, outcome key) (outputs that label outcomes: pprof); MODE_NONE only counts.
+ * that print in order: perf script's text); MODE_COUNTED counts the samples in C per (pid, tid, comm, ips,
+ * attr index, outcome) while the side-band records stand still (so the names do too), and gives
+ * one (pid, tid, comm, ips, period sum or None, attr index, samples, outcome key, first time,
+ * last time) per distinct one, in first-seen order, before the next side-band record and at the
+ * end of each output (folded stacks, pprof: they sum samples anyway); MODE_NONE only counts.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -59,8 +62,8 @@
 #define CTX_USER ((uint64_t)-512)
 #define CTX_MAX ((uint64_t)-4095)
 
-enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2, MODE_ORDERED = 3, MODE_LABELLED = 4 };
-#define EVENTS(e) ((e)->mode == MODE_EVENTS || (e)->mode == MODE_ORDERED || (e)->mode == MODE_LABELLED)
+enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2, MODE_ORDERED = 3, MODE_COUNTED = 5 };
+#define EVENTS(e) ((e)->mode != MODE_FILE && (e)->mode != MODE_NONE)
 /* outcome / reason keys, in the order of model.py: STITCHED, PASSED, then REASONS */
 enum { K_STITCHED, K_PASSED, K_LOST, K_LOST_AFTER, K_EXITED, K_ENDED, K_EVICTED, K_NO_TASK, NKEYS };
 #define PENDING (-1)
@@ -190,6 +193,16 @@ typedef struct {
 } Layout;
 
 typedef struct { uint64_t time, seq; Rec *rec; } HItem;
+/* MODE_COUNTED: the samples of one (pid, tid, comm, ips, attr, outcome) since the last flush */
+typedef struct {
+    uint64_t hash;
+    int64_t pid, tid;
+    int has_pid, has_tid, entry, key, has_period, has_time;
+    PyObject *comm;
+    uint32_t n;
+    uint64_t *ips;
+    uint64_t count, period, tmin, tmax;
+} Agg;
 typedef struct { Rec *rec; Samp *s; } FItem;
 typedef struct { uint64_t time; int64_t tid; } Exited;
 typedef struct { uint64_t time, cookie; int64_t tid; int has_time, has_tid, reason; } Noted;
@@ -235,6 +248,9 @@ typedef struct {
     /* output */
     unsigned char *out; size_t out_len, out_cap;
     PyObject *events;
+    Agg *aggs; size_t nagg, aggcap;
+    size_t *aslot; size_t acap;     /* open addressing over aggs: index + 1, 0 empty */
+    uint64_t *scratch; size_t scap;
     uint64_t dropped[65536];
     uint64_t rewritten;
     int failed, finished, flushed;
@@ -656,6 +672,99 @@ static PyObject *sample_ips(Samp *s) {
 static PyObject *opt_i64(int has, int64_t v) { if (!has) Py_RETURN_NONE; return PyLong_FromLongLong(v); }
 static PyObject *opt_u64(int has, uint64_t v) { if (!has) Py_RETURN_NONE; return PyLong_FromUnsignedLongLong(v); }
 
+static int flush_aggs(Engine *e) {
+    int rc = 0;
+    for (size_t i = 0; i < e->nagg; i++) {
+        Agg *a = &e->aggs[i];
+        if (rc == 0) {
+            PyObject *ips = PyBytes_FromStringAndSize((const char *)a->ips, (Py_ssize_t)8 * a->n);
+            PyObject *t = ips ? Py_BuildValue("(NNONNiKiNN)", opt_i64(a->has_pid, a->pid), opt_i64(a->has_tid, a->tid),
+                                              a->comm ? a->comm : Py_None, ips, opt_u64(a->has_period, a->period),
+                                              a->entry, (unsigned long long)a->count, a->key,
+                                              opt_u64(a->has_time, a->tmin), opt_u64(a->has_time, a->tmax)) : NULL;
+            if (!t || PyList_Append(e->events, t) < 0) rc = -1;
+            Py_XDECREF(t);
+        }
+        Py_XDECREF(a->comm);
+        free(a->ips);
+    }
+    e->nagg = 0;
+    if (e->aslot) memset(e->aslot, 0, e->acap * sizeof(size_t));
+    return rc;
+}
+
+static inline uint64_t mix(uint64_t h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); return h; }
+
+/* Count sample s into its aggregate (MODE_COUNTED). */
+static int count_sample(Engine *e, Samp *s, int k) {
+    const unsigned char *chain = s->rec->data + s->chain_off + 8;
+    size_t cap = s->knr + (k == K_STITCHED ? s->user->n : 0), n = 0;
+    if (cap > e->scap) {
+        uint64_t *b = realloc(e->scratch, cap * 8);
+        if (!b) { PyErr_NoMemory(); return -1; }
+        e->scratch = b; e->scap = cap;
+    }
+    uint64_t *ips = e->scratch;
+    for (uint32_t i = 0; i < s->knr; i++) {
+        uint64_t ip = rd64(chain + 8 * i);
+        if (ip < CTX_MAX) ips[n++] = ip;
+    }
+    if (k == K_STITCHED) { memcpy(ips + n, s->user->frames, 8 * (size_t)s->user->n); n += s->user->n; }
+    uint64_t h = mix(mix(mix(mix(14695981039346656037ULL, (uint64_t)s->pid), (uint64_t)s->tid),
+                         (uint64_t)(uintptr_t)s->comm), ((uint64_t)s->entry << 8) | (uint64_t)k);
+    for (size_t i = 0; i < n; i++) h = mix(h, ips[i]);
+    if (2 * (e->nagg + 1) > e->acap) {          /* grow the slots, re-place every aggregate */
+        size_t c = e->acap ? 2 * e->acap : 1024;
+        size_t *sl = calloc(c, sizeof(size_t));
+        if (!sl) { PyErr_NoMemory(); return -1; }
+        for (size_t j = 0; j < e->nagg; j++) {
+            size_t p = e->aggs[j].hash & (c - 1);
+            while (sl[p]) p = (p + 1) & (c - 1);
+            sl[p] = j + 1;
+        }
+        free(e->aslot); e->aslot = sl; e->acap = c;
+    }
+    size_t mask = e->acap - 1, p = h & mask;
+    Agg *a = NULL;
+    for (; e->aslot[p]; p = (p + 1) & mask) {
+        Agg *x = &e->aggs[e->aslot[p] - 1];
+        if (x->hash == h && x->n == n && x->comm == s->comm && x->entry == s->entry && x->key == k
+                && x->has_pid == s->has_pid && x->has_tid == s->has_tid
+                && (!x->has_pid || x->pid == s->pid) && (!x->has_tid || x->tid == s->tid)
+                && !memcmp(x->ips, ips, 8 * n)) { a = x; break; }
+    }
+    if (a && s->has_period && s->period > UINT64_MAX - a->period) {   /* keep sums exact: flush */
+        if (flush_aggs(e) < 0) return -1;
+        return count_sample(e, s, k);
+    }
+    if (!a) {
+        if (e->nagg == e->aggcap) {
+            size_t c = e->aggcap ? 2 * e->aggcap : 256;
+            Agg *n2 = realloc(e->aggs, c * sizeof(Agg));
+            if (!n2) { PyErr_NoMemory(); return -1; }
+            e->aggs = n2; e->aggcap = c;
+        }
+        a = &e->aggs[e->nagg];
+        memset(a, 0, sizeof(*a));
+        a->ips = malloc(n ? 8 * n : 1);
+        if (!a->ips) { PyErr_NoMemory(); return -1; }
+        memcpy(a->ips, ips, 8 * n);
+        a->n = (uint32_t)n; a->hash = h;
+        a->pid = s->pid; a->tid = s->tid; a->has_pid = s->has_pid; a->has_tid = s->has_tid;
+        a->entry = s->entry; a->key = k; a->has_period = s->has_period;
+        a->comm = s->comm; Py_XINCREF(a->comm);
+        e->aslot[p] = ++e->nagg;
+    }
+    a->count++;
+    if (s->has_period) a->period += s->period;
+    if (s->has_time) {
+        if (!a->has_time || s->time < a->tmin) a->tmin = s->time;
+        if (!a->has_time || s->time > a->tmax) a->tmax = s->time;
+        a->has_time = 1;
+    }
+    return 0;
+}
+
 static int emit(Engine *e, Samp *s) {
     int k = s->outcome;
     if (k == K_STITCHED) { e->stitched++; if (s->after_stack) e->after_stack++; }
@@ -677,16 +786,13 @@ static int emit(Engine *e, Samp *s) {
         if (c->comm != s->comm) { Py_INCREF(s->comm); Py_XDECREF(c->comm); c->comm = s->comm; }
         c->comm_seq = e->count_seq;
     }
+    if (e->mode == MODE_COUNTED) return count_sample(e, s, k);
     if (EVENTS(e)) {
         PyObject *ips = sample_ips(s);
         if (!ips) return -1;
         PyObject *t = e->mode == MODE_EVENTS     /* (folded needs no more, and it is per sample) */
             ? Py_BuildValue("(NNONNi)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
                             s->comm ? s->comm : Py_None, ips, opt_u64(s->has_period, s->period), s->entry)
-            : e->mode == MODE_LABELLED
-            ? Py_BuildValue("(NNONNiNi)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
-                            s->comm ? s->comm : Py_None, ips, opt_u64(s->has_period, s->period), s->entry,
-                            opt_u64(s->has_time, s->time), k)
             : Py_BuildValue("(NNONNiNNK)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
                             s->comm ? s->comm : Py_None, ips,
                             opt_u64(s->has_period, s->period), s->entry,
@@ -979,6 +1085,7 @@ static int feed_record(Engine *e, Rec *r) {
     e->nrecords++;
     if (EVENTS(e) && (t == T_MMAP || t == T_MMAP2 || t == T_COMM || t == T_FORK
                                    || t == T_EXIT || t == T_KSYMBOL)) {
+        if (e->nagg && flush_aggs(e) < 0) { free(r); return -1; }    /* names change from here */
         PyObject *o = make_record(e, r);          /* what PerfContext.observe sees */
         if (!o || PyList_Append(e->events, o) < 0) { Py_XDECREF(o); free(r); return -1; }
         Py_DECREF(o);
@@ -1218,6 +1325,7 @@ static PyObject *take_output(Engine *e) {
         Py_DECREF(b);
     }
     if (e->mode == MODE_NONE) Py_RETURN_NONE;
+    if (e->nagg && flush_aggs(e) < 0) return NULL;
     PyObject *ev = e->events;
     e->events = PyList_New(0);
     if (!e->events) { e->events = ev; return NULL; }
@@ -1455,6 +1563,8 @@ static void Engine_dealloc(Engine *e) {
     for (size_t i = 0; i < e->ncells; i++) Py_XDECREF(e->cells[i].comm);
     free(e->tasks.s); free(e->by_id.s); free(e->cellmap.s); free(e->cells); free(e->lay);
     free(e->zin); free(e->heap); free(e->fifo); free(e->ex); free(e->out);
+    for (size_t i = 0; i < e->nagg; i++) { Py_XDECREF(e->aggs[i].comm); free(e->aggs[i].ips); }
+    free(e->aggs); free(e->aslot); free(e->scratch);
     Engine_clear(e);
     Py_TYPE(e)->tp_free((PyObject *)e);
 }
@@ -1506,6 +1616,6 @@ PyMODINIT_FUNC PyInit__accel(void) {
     PyModule_AddIntConstant(m, "MODE_EVENTS", MODE_EVENTS);
     PyModule_AddIntConstant(m, "MODE_NONE", MODE_NONE);
     PyModule_AddIntConstant(m, "MODE_ORDERED", MODE_ORDERED);
-    PyModule_AddIntConstant(m, "MODE_LABELLED", MODE_LABELLED);
+    PyModule_AddIntConstant(m, "MODE_COUNTED", MODE_COUNTED);
     return m;
 }

@@ -93,8 +93,8 @@ def _engine_mode(out):
         return engine.MODE_NONE
     if hasattr(out, "turn"):             # prints in time order
         return engine.MODE_ORDERED
-    if hasattr(out, "resolved_labelled"):      # labels each sample's outcome
-        return engine.MODE_LABELLED
+    if hasattr(out, "resolved_counted"):       # sums samples per stack: counted in C
+        return engine.MODE_COUNTED
     if hasattr(out, "resolved_ips"):
         return engine.MODE_EVENTS
     return None
@@ -116,7 +116,7 @@ def _run_engine(perf, out, args, ctx, mode):
                         else:
                             out.writer.write(item)
             elif mode != engine.MODE_NONE:      # events: resolved samples, side-band records, turns
-                add = out.resolved_labelled if mode == engine.MODE_LABELLED else out.resolved_ips
+                add = out.resolved_counted if mode == engine.MODE_COUNTED else out.resolved_ips
                 observe, turn = ctx.observe, getattr(out, "turn", None)
                 for ev in chunk:
                     cls = ev.__class__

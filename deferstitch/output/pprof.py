@@ -9,7 +9,7 @@ pprof's own merge does: the profile grows with distinct stacks per thread, not w
 import gzip
 
 from ..model import PASSED, REASONS, STITCHED, UNMATCHED
-from .frames import StackCache, sample_ips, sample_period, weight
+from .frames import StackCache, sample_ips, sample_period
 from .pprof_schema import messages
 
 _OUTCOMES = [(STITCHED, None), (PASSED, None)] + [(UNMATCHED, r) for r in REASONS]   # engine.KEYS
@@ -84,14 +84,17 @@ class Pprof:
         self._add(s.pid, s.tid, self.ctx.comm(s), tuple(sample_ips(s)), sample_period(s), s.time,
                   s.outcome, s.reason)
 
-    def resolved_labelled(self, pid, tid, comm, ips, period, entry, time, key):
-        """A sample from the C engine (perfdata/engine.py): ``ips`` as native u64 bytes, ``key``
-        the outcome's number (engine.KEYS)."""
+    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, key, first, last):
+        """``count`` samples of one stack and outcome from the C engine (perfdata/engine.py,
+        MODE_COUNTED): ``ips`` as native u64 bytes, ``period`` their sum (None: the attr's fixed
+        period), ``key`` the outcome's number (engine.KEYS), times the first and last."""
         outcome, reason = _OUTCOMES[key]
+        attr = self.ctx.perf.evlist.entries[entry].attr
         self._add(pid, tid, self.ctx.comm_of(tid, comm), ips,
-                  weight("period", period, self.ctx.perf.evlist.entries[entry].attr), time, outcome, reason)
+                  period if period is not None else count * attr.sample_period, first, outcome, reason,
+                  count, last)
 
-    def _add(self, pid, tid, comm, ips, period, time, outcome, reason):
+    def _add(self, pid, tid, comm, ips, period, time, outcome, reason, count=1, last=None):
         locs = self._locs.get(pid, ips)
         if reason:
             locs += (self._location(pid, 0, "[user stack lost: %s]" % reason, 0, "[deferstitch]"),)
@@ -108,11 +111,12 @@ class Pprof:
                     lab.key, lab.str = self.s(lkey), self.s(val)
             lab = smp.label.add()
             lab.key, lab.num = self.s("tid"), tid
-        smp.value[0] += 1
+        smp.value[0] += count
         smp.value[1] += period
         if time is not None:
+            last = time if last is None else last
             self.first = time if self.first is None else min(self.first, time)
-            self.last = time if self.last is None else max(self.last, time)
+            self.last = last if self.last is None else max(self.last, last)
 
     def sample(self, s):
         pass

@@ -32,7 +32,7 @@ try:
 except ImportError:           # not built (no compiler), or perf's embedded Python
     _accel = None
 
-MODE_FILE, MODE_EVENTS, MODE_NONE, MODE_ORDERED, MODE_LABELLED = 0, 1, 2, 3, 4
+MODE_FILE, MODE_EVENTS, MODE_NONE, MODE_ORDERED, MODE_COUNTED = 0, 1, 2, 3, 5
 KEYS = (STITCHED, PASSED) + REASONS      # the engine's outcome numbers
 
 
