@@ -30,7 +30,8 @@ class Pprof:
         self.prof.period_type.type, self.prof.period_type.unit = self.s("cpu"), self.s("nanoseconds")
         self.first = self.last = None
         self._locs = StackCache(ctx, self._location_ids)   # (pid, ips) -> location ids
-        self._samples = {}        # (locations, thread, outcome, reason, tid) -> pprof sample
+        self._samples = {}        # (locations, thread, outcome, reason, tid) -> [values, labels]
+                                  # (plain lists while counting; profile.proto messages at close)
 
     def s(self, text):
         i = self.strings.get(text)
@@ -77,7 +78,11 @@ class Pprof:
         pass
 
     def _location_ids(self, pid, frames):
-        return tuple(self._location(pid, ip, sym, off, dso) for ip, sym, off, dso in frames)
+        known, ids = self.locations, []
+        for ip, sym, off, dso in frames:
+            lid = known.get((dso, ip, sym))
+            ids.append(lid if lid is not None else self._location(pid, ip, sym, off, dso))
+        return tuple(ids)
 
     def resolved(self, s):
         """A sample from the Python path (PerfFeed)."""
@@ -101,18 +106,12 @@ class Pprof:
         tid = tid if tid is not None else -1
         key = (locs, comm, outcome, reason, tid)
         smp = self._samples.get(key)
-        if smp is None:
-            smp = self._samples[key] = self.prof.sample.add()
-            smp.location_id.extend(locs)
-            smp.value.extend([0, 0])
-            for lkey, val in (("thread", comm), ("outcome", outcome), ("reason", reason)):
-                if val:
-                    lab = smp.label.add()
-                    lab.key, lab.str = self.s(lkey), self.s(val)
-            lab = smp.label.add()
-            lab.key, lab.num = self.s("tid"), tid
-        smp.value[0] += count
-        smp.value[1] += period
+        if smp is None:         # strings interned now, in the order they are first met
+            labels = [(self.s(lkey), self.s(val))
+                      for lkey, val in (("thread", comm), ("outcome", outcome), ("reason", reason)) if val]
+            smp = self._samples[key] = [0, 0, locs, labels, self.s("tid"), tid]
+        smp[0] += count
+        smp[1] += period
         if time is not None:
             last = time if last is None else last
             self.first = time if self.first is None else min(self.first, time)
@@ -122,6 +121,16 @@ class Pprof:
         pass
 
     def close(self):
+        add = self.prof.sample.add
+        for count, period, locs, labels, tid_key, tid in self._samples.values():
+            smp = add()
+            smp.location_id.extend(locs)
+            smp.value.extend([count, period])
+            for k, v in labels:
+                lab = smp.label.add()
+                lab.key, lab.str = k, v
+            lab = smp.label.add()
+            lab.key, lab.num = tid_key, tid
         if self.first is not None:     # perf's clock is not wall time: no time_nanos
             self.prof.duration_nanos = self.last - self.first
         self.f.write(gzip.compress(self.prof.SerializeToString()))
