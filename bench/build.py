@@ -1,6 +1,7 @@
 """Big benchmark inputs, written by deferstitch's own writer (never checked in: a cache dir).
 
     python3 bench/build.py replicate CAPTURE N OUT.data    # CAPTURE's records N times, shifted
+    python3 bench/build.py replicate-pipe CAPTURE N OUT.data   # the same in pipe format (perf record -o -)
     python3 bench/build.py threads NTHREADS ROUNDS OUT.data  # NTHREADS tasks pending at once
 
 ``replicate``: copy k of the data section gets every timestamp shifted by k x (the capture's span
@@ -8,7 +9,10 @@
 trailers and the bodies of COMM/EXIT/FORK/MMAP/MMAP2. Records without a time (perf's own user
 records: ID_INDEX, THREAD_MAP, TIME_CONV, ...) are written once; FINISHED_ROUND in every copy.
 So the file is N back-to-back runs of the same program by N different tasks: its pending work
-never grows with N, only its length.
+never grows with N, only its length. ``pipe=True`` writes what ``perf record -o -`` writes: the
+pipe header, the attrs as HEADER_ATTR records (a pipe-format capture's own metadata records are
+kept as they are), then the records (what a pipe can be fed with: the file-mode layout we write
+puts the attrs after the data).
 
 ``threads``: NTHREADS tasks each take a sample inside the kernel (cookie pending), then all of
 them return to user space (one CALLCHAIN_DEFERRED each), ROUNDS times, a FINISHED_ROUND after
@@ -63,7 +67,27 @@ def _plan(perf, rec):
     return tids, times
 
 
-def replicate(src, copies, out):
+class _PipeOut:
+    """The pipe format: header, then records as they come (no sections to write at the end)."""
+
+    def __init__(self, f, perf):
+        self.f, e = f, perf.endian
+        f.write(struct.pack(e + "QQ", 0x32454C4946524550, 16) if e == "<"
+                else struct.pack(">QQ", 0x32454C4946524550, 16))
+        for ent in ([] if perf.pipe else perf.evlist.entries):     # perf's synthesize_attr
+            body = ent.attr.raw + struct.pack(e + "%dQ" % len(ent.ids), *ent.ids)
+            f.write(struct.pack(e + "IHH", C.PERF_RECORD_HEADER_ATTR, 0, 8 + len(body)) + body)
+
+    def write(self, rec, data=None):
+        self.f.write(rec.data if data is None else data)
+        if data is None and rec.extra:
+            self.f.write(rec.extra)
+
+    def close(self, _entries, _features):
+        pass
+
+
+def replicate(src, copies, out, pipe=False):
     perf = PerfData.open(str(src))
     e = perf.endian
     s32, u64 = struct.Struct(e + "i"), struct.Struct(e + "Q")
@@ -79,7 +103,7 @@ def replicate(src, copies, out):
     span = (tmax - (tmin or 0)) + GAP_NS
     n = 0
     with open(out, "w+b") as f:
-        w = PerfWriter(f, e)
+        w = _PipeOut(f, perf) if pipe else PerfWriter(f, e)
         for k in range(copies):
             dt, dtid = k * span, k * TID_STEP
             for rec, (tids, times) in recs:
@@ -148,8 +172,8 @@ def threads(nthreads, rounds, out):
 
 if __name__ == "__main__":
     what = sys.argv[1]
-    if what == "replicate":
-        print(replicate(sys.argv[2], int(sys.argv[3]), sys.argv[4]))
+    if what in ("replicate", "replicate-pipe"):
+        print(replicate(sys.argv[2], int(sys.argv[3]), sys.argv[4], pipe=what == "replicate-pipe"))
     elif what == "threads":
         print(threads(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]))
     else:

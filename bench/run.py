@@ -1,8 +1,9 @@
 """deferstitch against perf 7.x on the same files: time, records/s, MB/s, peak RSS.
 
 Usage:
-    python3 bench/run.py                  # real captures, c_per_task x1/x10/x100, 10 000 threads
-    python3 bench/run.py --quick          # c_per_task x1/x10, 10 000 threads x 2 rounds (~1 min)
+    python3 bench/run.py                  # real captures, c_per_task x1/x10/x100 (file and pipe
+                                          # format), the pipe capture x80/x800, 10 000 threads
+    python3 bench/run.py --quick          # c_per_task x1/x10, pipe x80, 10 000 threads x 2 rounds
     python3 bench/run.py --json out.json  # also where the JSON goes (default: CACHE/results.json)
     DEFERSTITCH_BENCH_DIR=/big/disk python3 bench/run.py   # cache dir (default ~/.cache/deferstitch-bench)
 
@@ -10,12 +11,15 @@ Inputs are built once with our writer (bench/build.py) into the cache dir, outsi
 and reused while bench/build.py is unchanged. Every command runs as a child process from that
 directory (sid-perf only sees the current directory), stdout to /dev/null, its wall time taken
 around the child and its peak RSS from wait4() (ru_maxrss: the largest process of the child's
-tree, so sid-perf's chroot wrapper does not hide perf). Times are the best of --repeat runs
-(default 1); the page cache is warmed by `cat` first, so `cat` is the I/O floor.
+tree, so sid-perf's chroot wrapper does not hide perf), with its CPU time (user + sys of the
+tree). Times are the best of --repeat runs (default 1); the page cache is warmed by `cat` first,
+so `cat` is the I/O floor and `cp` the floor of writing a copy.
 
     deferstitch stitch F -o out.data   deferstitch folded F   deferstitch report F --json
-    deferstitch script F (perf script's text)   and stitch, folded with DEFERSTITCH_ACCEL=0
+    deferstitch script F (perf script's text)   deferstitch export F --format pprof
+    and stitch, folded with DEFERSTITCH_ACCEL=0 (the Python path)
     perf script -i F (merged)          perf script -F tid,time,ip -i F      perf inject -i F -o inj.data
+    on pipe-format inputs also: cat F | deferstitch folded|stitch|script -   (standard input)
 
 perf 7.x is ../shared/rig/sid-perf (DEFERSTITCH_SHARED elsewhere); without it (or not root)
 only our side and cat are measured. Nothing here asserts a time.
@@ -52,27 +56,39 @@ FILES = {"syswide": "syswide.data", "lost_per_task": "lost.data", "pipe": "pipe.
          "compressed": "compressed.data", "two_events_cpu_task": "two.data"}
 
 
-def tools(have_perf):
+def tools(have_perf, group):
+    """[(name, argv of file)] for an input of ``group`` ("pipe": a pipe-format file, also fed
+    through standard input)."""
     py = [sys.executable, "-m", "deferstitch"]
+    pipe = group == "pipe"
     out = [("cat", lambda f: ["cat", f]),
+           ("cp", lambda f: ["cp", f, "bench-cp.data"]),
            ("ds stitch", lambda f: py + ["stitch", f, "-q", "-o", "bench-out.data"]),
            ("ds folded", lambda f: py + ["folded", f, "-q", "-o", os.devnull]),
            ("ds report", lambda f: py + ["report", f, "-q", "--json"]),
-           ("ds script", lambda f: py + ["script", f, "-q", "-o", os.devnull])]
-    # the same commands on the Python path (what perf's embedded Python and non-file inputs get)
-    slow = ["env", "DEFERSTITCH_ACCEL=0"] + py
-    out += [("ds stitch (Python path)", lambda f: slow + ["stitch", f, "-q", "-o", "bench-out.data"]),
-            ("ds folded (Python path)", lambda f: slow + ["folded", f, "-q", "-o", os.devnull])]
+           ("ds script", lambda f: py + ["script", f, "-q", "-o", os.devnull]),
+           ("ds pprof", lambda f: py + ["export", f, "--format", "pprof", "-q", "-o", "bench-out.pb.gz"])]
+    if pipe:        # the same through a real pipe: what `perf record -o - | deferstitch ... -` gets
+        cmd = " ".join(py)
+        out += [("ds %s (stdin)" % c, (lambda c, rest: lambda f: ["sh", "-c", "cat '%s' | %s %s - -q %s"
+                                                                  % (f, cmd, c, rest)])(c, rest))
+                for c, rest in (("stitch", "-o bench-out.data"), ("folded", "-o /dev/null"),
+                                ("script", "-o /dev/null"))]
+    else:           # the Python path (what perf's embedded Python and DEFERSTITCH_ACCEL=0 get)
+        slow = ["env", "DEFERSTITCH_ACCEL=0"] + py
+        out += [("ds stitch (Python path)", lambda f: slow + ["stitch", f, "-q", "-o", "bench-out.data"]),
+                ("ds folded (Python path)", lambda f: slow + ["folded", f, "-q", "-o", os.devnull])]
     if have_perf:
         sp = str(SID_PERF)
-        out += [("perf script", lambda f: [sp, "script", "-i", f]),
-                ("perf script -F tid,time,ip", lambda f: [sp, "script", "-F", "tid,time,ip", "-i", f]),
-                ("perf inject", lambda f: [sp, "inject", "-i", f, "-o", "bench-inj.data"])]
+        out += [("perf script", lambda f: [sp, "script", "-i", f])]
+        if not pipe:
+            out += [("perf script -F tid,time,ip", lambda f: [sp, "script", "-F", "tid,time,ip", "-i", f]),
+                    ("perf inject", lambda f: [sp, "inject", "-i", f, "-o", "bench-inj.data"])]
     return out
 
 
 def measure(argv, cwd, timeout):
-    """(seconds, peak RSS KiB, status) of one child run, through /usr/bin/time -f %M.
+    """(seconds, peak RSS KiB, CPU seconds, status) of one child run, through /usr/bin/time.
 
     GNU time's %M is its child's ru_maxrss from wait4(): the largest process of the child's
     tree, so sid-perf's chroot wrapper does not hide perf. (wait4 on our own child would count
@@ -81,7 +97,7 @@ def measure(argv, cwd, timeout):
     rss_file = os.path.join(cwd, "bench-rss.txt")
     errf = open(os.path.join(cwd, "bench-stderr.txt"), "w+b")
     t0 = time.perf_counter()
-    p = subprocess.Popen([TIME, "-f", "%M", "-o", rss_file] + argv, cwd=cwd,
+    p = subprocess.Popen([TIME, "-f", "%M %U %S", "-o", rss_file] + argv, cwd=cwd,
                          stdout=subprocess.DEVNULL, stderr=errf, env=env)
     # wait() without a timeout blocks in waitpid (Popen.wait(timeout) polls every 50 ms, too
     # coarse for the small captures); a timer kills a run that takes too long
@@ -91,16 +107,17 @@ def measure(argv, cwd, timeout):
     dt = time.perf_counter() - t0
     killer.cancel()
     if p.returncode == -signal.SIGKILL and dt >= timeout:
-        return None, None, "timeout"
+        return None, None, None, "timeout"
     try:
-        rss = int(open(rss_file).read().split()[-1])
+        words = open(rss_file).read().split()[-3:]
+        rss, cpu = int(words[0]), float(words[1]) + float(words[2])
     except (OSError, ValueError, IndexError):
-        rss = None
+        rss = cpu = None
     if p.returncode != 0:
         errf.seek(0)
         last = errf.read().decode(errors="replace").strip().splitlines()[-1:]
-        return dt, rss, "rc=%d %s" % (p.returncode, last[0] if last else "")
-    return dt, rss, "ok"
+        return dt, rss, cpu, "rc=%d %s" % (p.returncode, last[0] if last else "")
+    return dt, rss, cpu, "ok"
 
 
 def count_records(path):
@@ -134,15 +151,19 @@ def prepare(quick):
         if not (CACHE / name).exists() or (CACHE / name).stat().st_size != src.stat().st_size:
             shutil.copy(src, CACHE / name)
         inputs.append(("%s x1" % sc, name, "real"))
-    for k in ((10,) if quick else (10, 100)):
-        name = "c_per_task-x%d.data" % k
+    p_src = CAPTURES / "pipe" / "pipe.data"
+    scaled = [(c_src, "c_per_task", k, pipe) for k in ((10,) if quick else (10, 100)) for pipe in (False, True)]
+    scaled += [(p_src, "pipe", k, True) for k in ((80,) if quick else (80, 800))]
+    for src, what, k, pipe in scaled:
+        name = "%s-x%d%s.data" % (what, k, ".pipe" if pipe else "")
         if name not in meta["files"] or not (CACHE / name).exists():
             t0 = time.perf_counter()
             print("bench: building %s ..." % name, file=sys.stderr, flush=True)
-            build.replicate(c_src, k, CACHE / name)
+            build.replicate(src, k, CACHE / name, pipe=pipe)
             print("bench: built %s in %.1f s" % (name, time.perf_counter() - t0), file=sys.stderr)
             meta["files"][name] = None
-        inputs.append(("c_per_task x%d" % k, name, "scale"))
+        inputs.append(("%s x%d%s" % (what, k, " pipe format" if pipe and what != "pipe" else ""), name,
+                       "pipe" if pipe else "scale"))
     rounds = 2 if quick else 10
     name = "threads-10000x%d.data" % rounds
     if name not in meta["files"] or not (CACHE / name).exists():
@@ -192,18 +213,19 @@ def main(argv=None):
     results = []
     for label, name, group, (nrec, nsamp, size) in inputs:
         subprocess.run(["cat", name], cwd=CACHE, stdout=subprocess.DEVNULL)     # warm the cache
-        for tool, mk in tools(have_perf):
+        for tool, mk in tools(have_perf, group):
             best = None
             for _ in range(args.repeat):
-                dt, rss, status = measure(mk(name), str(CACHE), args.timeout)
+                dt, rss, cpu, status = measure(mk(name), str(CACHE), args.timeout)
                 if status != "ok":
-                    best = (dt, rss, status)
+                    best = (dt, rss, cpu, status)
                     break
                 if best is None or dt < best[0]:
-                    best = (dt, rss, status)
-            dt, rss, status = best
+                    best = (dt, rss, cpu, status)
+            dt, rss, cpu, status = best
             r = {"input": label, "file": name, "group": group, "tool": tool, "records": nrec,
-                 "samples": nsamp, "bytes": size, "seconds": dt, "peak_rss_kib": rss, "status": status,
+                 "samples": nsamp, "bytes": size, "seconds": dt, "cpu_seconds": cpu,
+                 "peak_rss_kib": rss, "status": status,
                  "records_per_s": nrec / dt if dt else None, "mb_per_s": size / 1e6 / dt if dt else None}
             results.append(r)
             print("bench: %-34s %-28s %8s s  %s" % (label, tool, "%.2f" % dt if dt else "-", status),
@@ -215,17 +237,18 @@ def main(argv=None):
     rows = []
     for r in results:
         rows.append([r["input"], r["tool"], "%.2f" % r["seconds"] if r["seconds"] else r["status"],
+                     "%.2f" % r["cpu_seconds"] if r["cpu_seconds"] is not None else "-",
                      "%.0f" % (r["records_per_s"] / 1e3) if r["records_per_s"] else "-",
                      "%.1f" % r["mb_per_s"] if r["mb_per_s"] else "-",
                      "%.0f" % (r["peak_rss_kib"] / 1024) if r["peak_rss_kib"] else "-",
                      "%.2f" % r["vs_perf_script"] if r["vs_perf_script"] else "-",
                      "" if r["status"] == "ok" else r["status"][:40]])
-    print(fmt_table(rows, ["input", "tool", "s", "k rec/s", "MB/s", "RSS MB", "perf script s / s", "note"]))
+    print(fmt_table(rows, ["input", "tool", "s", "cpu s", "k rec/s", "MB/s", "RSS MB", "perf script s / s", "note"]))
 
     # Memory across sizes: c_per_task x1, x10, x100 (the same program, more of it).
-    scale = [l for l, _n, g, _m in inputs if l.startswith("c_per_task x")]
+    scale = [l for l, _n, g, _m in inputs if l.startswith("c_per_task x") and g != "pipe"]
     mem = []
-    for tool, _mk in tools(have_perf):
+    for tool, _mk in tools(have_perf, "scale"):
         cells = [by[(l, tool)]["peak_rss_kib"] for l in scale if (l, tool) in by]
         if cells and all(cells):
             mem.append([tool, ""] + ["%.0f" % (c / 1024) for c in cells]
@@ -245,7 +268,8 @@ def main(argv=None):
     out = Path(args.json) if args.json else CACHE / "results.json"
     out.write_text(json.dumps(doc, indent=1))
     print("\nbench: JSON in %s" % out)
-    for junk in ("bench-out.data", "bench-inj.data", "bench-stderr.txt", "bench-rss.txt"):
+    for junk in ("bench-out.data", "bench-inj.data", "bench-cp.data", "bench-out.pb.gz", "bench-stderr.txt",
+                 "bench-rss.txt"):
         try:
             (CACHE / junk).unlink()
         except OSError:
@@ -263,13 +287,26 @@ def targets(by, scale, inputs):
         if ra and rb and ra["seconds"] and rb["seconds"]:
             return rb["seconds"] / ra["seconds"]
         return None
-    if big:
-        x = ratio(big, "ds folded", "perf script")
+    for inp in scale[1:]:
+        x = ratio(inp, "ds folded", "perf script")
         if x is not None:
-            out.append("target folded >= 2x faster than perf script (%s): %.2fx" % (big, x))
+            out.append("target folded 8x faster than perf script (%s): %.2fx" % (inp, x))
+        x = ratio(inp, "cp", "ds stitch")
+        if x is not None:
+            out.append("target stitch within 2x of cp (%s): %.2fx cp's time" % (inp, x))
+    for inp in [l for l, _n, g, _m in inputs if g == "pipe"]:
+        for tool in ("ds folded", "ds stitch", "ds script"):
+            x = ratio(inp, tool, tool + " (stdin)")
+            if x is not None:
+                out.append("target standard input within 1.3x of the file (%s, %s): %.2fx" % (inp, tool, x))
+    for inp in [l for l, _n, g, _m in inputs if g in ("scale", "pipe")]:
+        x = ratio(inp, "ds folded", "ds pprof")
+        if x is not None:
+            out.append("target pprof within 1.5x of folded (%s): %.2fx" % (inp, x))
+    if big:
         st = by.get((big, "ds stitch"))
         if st and st["records_per_s"]:
-            out.append("target stitch >= 1M records/s (%s): %.0f k records/s" % (big, st["records_per_s"] / 1e3))
+            out.append("stitch records/s (%s): %.0f k records/s" % (big, st["records_per_s"] / 1e3))
         for tool in ("ds stitch", "ds folded", "ds report"):
             a, b = by.get((scale[0], tool)), by.get((big, tool))
             if a and b and a["peak_rss_kib"] and b["peak_rss_kib"]:

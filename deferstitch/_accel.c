@@ -8,18 +8,26 @@
  * perfdata/engine.py drives this engine; tests/test_accel.py checks that both give the same
  * bytes, reports and stacks on every capture, on random streams and on damaged files.
  *
- * The engine never decides anything about damage: at the first thing it does not take as
- * ordinary (a short record, an unknown sample id, a layout with fields it does not walk, ...)
- * it raises Fallback, and the caller reruns the input through the Python path, which gives the
- * error with its offset, or the result.  Metadata records (ID_INDEX, ...) and compressed
- * containers are handed to Python callbacks, so each is still decoded in one place.
+ * The engine never decides anything about damage, and never starts over. It frames the
+ * ordinary records straight from the reader's buffer and stops before anything else (a record
+ * cut by the buffer's end, smaller than its header, with a payload after its size): the Python
+ * reader frames that one and hands it back (feed() again, or foreign() for records passed as
+ * they are). Metadata records, compressed containers, sample layouts it does not walk and every
+ * record it finds damaged go to Python callbacks (the reader's _note, _Decompressor, feed.decode),
+ * so each is decoded in one place and damage raises the Python path's FormatError, after the
+ * engine delivered what the Python path delivers before it (failed()).
  *
- * Outputs: MODE_FILE returns the stitched data section as bytes; MODE_EVENTS returns, in the
+ * Outputs: MODE_FILE returns the stitched data section as bytes (a list of bytes and foreign
+ * records when there were any: the Python writer writes those); MODE_EVENTS returns, in the
  * order the Python feed calls observe() and the stitcher's sink, the side-band records
  * (perfdata.reader.Record) and one tuple per resolved sample
  * (pid, tid, comm, ips as native u64 bytes, period, attr index); MODE_ORDERED adds (cpu, time,
  * number) to each, and the number again when the sample's turn comes in time order (outputs
- * that print in order: perf script's text); MODE_NONE only counts.
+ * that print in order: perf script's text); MODE_COUNTED counts the samples in C per (pid, tid, comm, ips,
+ * attr index, outcome) while the side-band records stand still (so the names do too), and gives
+ * one (pid, tid, comm, ips, period sum or None, attr index, samples, outcome key, first time,
+ * last time) per distinct one, in first-seen order, before the next side-band record and at the
+ * end of each output (folded stacks, pprof: they sum samples anyway); MODE_NONE only counts.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -54,25 +62,31 @@
 #define CTX_USER ((uint64_t)-512)
 #define CTX_MAX ((uint64_t)-4095)
 
-enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2, MODE_ORDERED = 3 };
+enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2, MODE_ORDERED = 3, MODE_COUNTED = 5 };
+#define EVENTS(e) ((e)->mode != MODE_FILE && (e)->mode != MODE_NONE)
 /* outcome / reason keys, in the order of model.py: STITCHED, PASSED, then REASONS */
 enum { K_STITCHED, K_PASSED, K_LOST, K_LOST_AFTER, K_EXITED, K_ENDED, K_EVICTED, K_NO_TASK, NKEYS };
 #define PENDING (-1)
 #define KEEP_FIRST 20
 
-static PyObject *Fallback;
+static PyObject *Limit;
 
 static inline uint64_t rd64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 static inline uint32_t rd32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static inline uint16_t rd16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+/* a counter fed by the input's own u64 counts saturates, as stitcher.py's does (U64_MAX) */
+static inline void add_sat(uint64_t *c, uint64_t n) { *c = n > UINT64_MAX - *c ? UINT64_MAX : *c + n; }
 
 /* ---- records, samples, stacks, tasks ---------------------------------------------------- */
 typedef struct Rec {
     uint64_t offset;
+    PyObject *obj;              /* a record the Python reader framed (AUXTRACE, ...): passed as is */
     uint32_t size;
     uint16_t type, misc;
     unsigned char data[];
 } Rec;
+
+static void rec_free(Rec *r) { if (r) { Py_XDECREF(r->obj); free(r); } }
 
 typedef struct Stack {
     uint64_t cookie, time, served;
@@ -179,6 +193,16 @@ typedef struct {
 } Layout;
 
 typedef struct { uint64_t time, seq; Rec *rec; } HItem;
+/* MODE_COUNTED: the samples of one (pid, tid, comm, ips, attr, outcome) since the last flush */
+typedef struct {
+    uint64_t hash;
+    int64_t pid, tid;
+    int has_pid, has_tid, entry, key, has_period, has_time;
+    PyObject *comm;
+    uint32_t n;
+    uint64_t *ips;
+    uint64_t count, period, tmin, tmax;
+} Agg;
 typedef struct { Rec *rec; Samp *s; } FItem;
 typedef struct { uint64_t time; int64_t tid; } Exited;
 typedef struct { uint64_t time, cookie; int64_t tid; int has_time, has_tid, reason; } Noted;
@@ -188,14 +212,12 @@ typedef struct {
     int mode;
     uint64_t max_pending, window, exit_grace, max_queued;
     unsigned char keep[65536];
-    PyObject *note_cb, *decompress_cb, *record_cls;
+    PyObject *note_cb, *decompress_cb, *record_cls, *decode_cb, *format_error;
     /* plan */
     Layout *lay; int nlay;
     int sample_id_at, trailer_id_from_end;
     Map by_id;                  /* sample id -> attr index + 1 */
     /* framing */
-    unsigned char *in; size_t in_len, in_cap;
-    uint64_t in_base;           /* file offset of in[0] */
     unsigned char *zin; size_t zin_len, zin_cap;    /* decompressed bytes not yet framed */
     uint64_t zoffset;
     /* sorter */
@@ -204,7 +226,8 @@ typedef struct {
     int have_next_flush;
     uint64_t rounds, unordered, max_queued_seen, forced_flushes;
     /* feed */
-    uint64_t counts[65536];
+    uint64_t counts[65536], nrecords;
+    PyObject *big_counts;       /* record types past 16 bits (foreign records): type -> count */
     PyObject *comms;            /* tid -> comm (dict) */
     FItem *fifo; size_t fhead, flen, fcap;
     uint64_t deferred_without_tid;
@@ -225,21 +248,25 @@ typedef struct {
     /* output */
     unsigned char *out; size_t out_len, out_cap;
     PyObject *events;
+    Agg *aggs; size_t nagg, aggcap;
+    size_t *aslot; size_t acap;     /* open addressing over aggs: index + 1, 0 empty */
+    uint64_t *scratch; size_t scap;
     uint64_t dropped[65536];
     uint64_t rewritten;
-    int failed;
+    int failed, finished, flushed;
+    int decode_damage;          /* the error came from the Python decoders (see damaged()) */
 } Engine;
 
-static PyObject *fail(Engine *e, const char *fmt, unsigned long long at) {
-    char msg[160];
+/* A limit of the engine's (not damage): Limit(offset, message); engine.py makes it the error. */
+static PyObject *fail(Engine *e, const char *msg, unsigned long long at) {
     e->failed = 1;
-    snprintf(msg, sizeof msg, fmt, at);        /* (PyErr_Format has no %#llx before 3.12) */
-    PyErr_SetString(Fallback, msg);
+    PyObject *v = Py_BuildValue("(Ks)", at, msg);
+    if (v) { PyErr_SetObject(Limit, v); Py_DECREF(v); }
     return NULL;
 }
-#define FAIL(e, msg, at) do { fail((e), msg " (at %#llx)", (unsigned long long)(at)); return -1; } while (0)
-/* the same, for a record nothing owns yet */
-#define FAILR(e, msg, r) do { uint64_t at_ = (r)->offset; free(r); FAIL(e, msg, at_); } while (0)
+#define FAIL(e, msg, at) do { fail((e), msg, (unsigned long long)(at)); return -1; } while (0)
+/* damage in a record nothing owns yet: the Python decoders give the error (damaged()) */
+#define DAMAGED(e, r) do { damaged((e), (r)); return -1; } while (0)
 
 /* ---- small growable buffers ------------------------------------------------------------- */
 static int reserve(unsigned char **buf, size_t *cap, size_t need) {
@@ -645,6 +672,99 @@ static PyObject *sample_ips(Samp *s) {
 static PyObject *opt_i64(int has, int64_t v) { if (!has) Py_RETURN_NONE; return PyLong_FromLongLong(v); }
 static PyObject *opt_u64(int has, uint64_t v) { if (!has) Py_RETURN_NONE; return PyLong_FromUnsignedLongLong(v); }
 
+static int flush_aggs(Engine *e) {
+    int rc = 0;
+    for (size_t i = 0; i < e->nagg; i++) {
+        Agg *a = &e->aggs[i];
+        if (rc == 0) {
+            PyObject *ips = PyBytes_FromStringAndSize((const char *)a->ips, (Py_ssize_t)8 * a->n);
+            PyObject *t = ips ? Py_BuildValue("(NNONNiKiNN)", opt_i64(a->has_pid, a->pid), opt_i64(a->has_tid, a->tid),
+                                              a->comm ? a->comm : Py_None, ips, opt_u64(a->has_period, a->period),
+                                              a->entry, (unsigned long long)a->count, a->key,
+                                              opt_u64(a->has_time, a->tmin), opt_u64(a->has_time, a->tmax)) : NULL;
+            if (!t || PyList_Append(e->events, t) < 0) rc = -1;
+            Py_XDECREF(t);
+        }
+        Py_XDECREF(a->comm);
+        free(a->ips);
+    }
+    e->nagg = 0;
+    if (e->aslot) memset(e->aslot, 0, e->acap * sizeof(size_t));
+    return rc;
+}
+
+static inline uint64_t mix(uint64_t h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); return h; }
+
+/* Count sample s into its aggregate (MODE_COUNTED). */
+static int count_sample(Engine *e, Samp *s, int k) {
+    const unsigned char *chain = s->rec->data + s->chain_off + 8;
+    size_t cap = s->knr + (k == K_STITCHED ? s->user->n : 0), n = 0;
+    if (cap > e->scap) {
+        uint64_t *b = realloc(e->scratch, cap * 8);
+        if (!b) { PyErr_NoMemory(); return -1; }
+        e->scratch = b; e->scap = cap;
+    }
+    uint64_t *ips = e->scratch;
+    for (uint32_t i = 0; i < s->knr; i++) {
+        uint64_t ip = rd64(chain + 8 * i);
+        if (ip < CTX_MAX) ips[n++] = ip;
+    }
+    if (k == K_STITCHED) { memcpy(ips + n, s->user->frames, 8 * (size_t)s->user->n); n += s->user->n; }
+    uint64_t h = mix(mix(mix(mix(14695981039346656037ULL, (uint64_t)s->pid), (uint64_t)s->tid),
+                         (uint64_t)(uintptr_t)s->comm), ((uint64_t)s->entry << 8) | (uint64_t)k);
+    for (size_t i = 0; i < n; i++) h = mix(h, ips[i]);
+    if (2 * (e->nagg + 1) > e->acap) {          /* grow the slots, re-place every aggregate */
+        size_t c = e->acap ? 2 * e->acap : 1024;
+        size_t *sl = calloc(c, sizeof(size_t));
+        if (!sl) { PyErr_NoMemory(); return -1; }
+        for (size_t j = 0; j < e->nagg; j++) {
+            size_t p = e->aggs[j].hash & (c - 1);
+            while (sl[p]) p = (p + 1) & (c - 1);
+            sl[p] = j + 1;
+        }
+        free(e->aslot); e->aslot = sl; e->acap = c;
+    }
+    size_t mask = e->acap - 1, p = h & mask;
+    Agg *a = NULL;
+    for (; e->aslot[p]; p = (p + 1) & mask) {
+        Agg *x = &e->aggs[e->aslot[p] - 1];
+        if (x->hash == h && x->n == n && x->comm == s->comm && x->entry == s->entry && x->key == k
+                && x->has_pid == s->has_pid && x->has_tid == s->has_tid
+                && (!x->has_pid || x->pid == s->pid) && (!x->has_tid || x->tid == s->tid)
+                && !memcmp(x->ips, ips, 8 * n)) { a = x; break; }
+    }
+    if (a && s->has_period && s->period > UINT64_MAX - a->period) {   /* keep sums exact: flush */
+        if (flush_aggs(e) < 0) return -1;
+        return count_sample(e, s, k);
+    }
+    if (!a) {
+        if (e->nagg == e->aggcap) {
+            size_t c = e->aggcap ? 2 * e->aggcap : 256;
+            Agg *n2 = realloc(e->aggs, c * sizeof(Agg));
+            if (!n2) { PyErr_NoMemory(); return -1; }
+            e->aggs = n2; e->aggcap = c;
+        }
+        a = &e->aggs[e->nagg];
+        memset(a, 0, sizeof(*a));
+        a->ips = malloc(n ? 8 * n : 1);
+        if (!a->ips) { PyErr_NoMemory(); return -1; }
+        memcpy(a->ips, ips, 8 * n);
+        a->n = (uint32_t)n; a->hash = h;
+        a->pid = s->pid; a->tid = s->tid; a->has_pid = s->has_pid; a->has_tid = s->has_tid;
+        a->entry = s->entry; a->key = k; a->has_period = s->has_period;
+        a->comm = s->comm; Py_XINCREF(a->comm);
+        e->aslot[p] = ++e->nagg;
+    }
+    a->count++;
+    if (s->has_period) a->period += s->period;
+    if (s->has_time) {
+        if (!a->has_time || s->time < a->tmin) a->tmin = s->time;
+        if (!a->has_time || s->time > a->tmax) a->tmax = s->time;
+        a->has_time = 1;
+    }
+    return 0;
+}
+
 static int emit(Engine *e, Samp *s) {
     int k = s->outcome;
     if (k == K_STITCHED) { e->stitched++; if (s->after_stack) e->after_stack++; }
@@ -666,7 +786,8 @@ static int emit(Engine *e, Samp *s) {
         if (c->comm != s->comm) { Py_INCREF(s->comm); Py_XDECREF(c->comm); c->comm = s->comm; }
         c->comm_seq = e->count_seq;
     }
-    if (e->mode == MODE_EVENTS || e->mode == MODE_ORDERED) {
+    if (e->mode == MODE_COUNTED) return count_sample(e, s, k);
+    if (EVENTS(e)) {
         PyObject *ips = sample_ips(s);
         if (!ips) return -1;
         PyObject *t = e->mode == MODE_EVENTS     /* (folded needs no more, and it is per sample) */
@@ -693,11 +814,18 @@ static void samp_free(Samp *s) {
 
 static int out_record(Engine *e, Rec *r) {
     int rc = 0;
-    if (e->mode == MODE_FILE) {
+    if (r->obj) {           /* a foreign record: MODE_FILE hands it to the Python writer in turn */
+        if (e->mode == MODE_FILE) {
+            PyObject *b = PyBytes_FromStringAndSize((const char *)e->out, (Py_ssize_t)e->out_len);
+            rc = b && PyList_Append(e->events, b) == 0 && PyList_Append(e->events, r->obj) == 0 ? 0 : -1;
+            Py_XDECREF(b);
+            if (rc == 0) e->out_len = 0;
+        }
+    } else if (e->mode == MODE_FILE) {
         if (e->keep[r->type]) rc = out_put(e, r->data, r->size);
         else e->dropped[r->type]++;
     }
-    free(r);
+    rec_free(r);
     return rc;
 }
 
@@ -719,7 +847,7 @@ static int out_sample(Engine *e, Samp *s) {
             if (size > 0xFFFF) {
                 uint64_t at = r->offset;
                 samp_free(s);
-                FAIL(e, "stitched sample exceeds 64 KiB", at);
+                FAIL(e, "SAMPLE: stitched sample exceeds the 64 KiB record limit", at);
             }
             if (reserve(&e->out, &e->out_cap, e->out_len + size) < 0) { samp_free(s); return -1; }
             unsigned char *p = e->out + e->out_len;
@@ -799,47 +927,111 @@ static int body_end(Engine *e, Rec *r) {
     return (int)r->size - (ent >= 0 ? e->lay[ent].trailer_size : 0);
 }
 
+/* The Python decoders (engine.py decode, the feed's parsers) for a record the engine does not
+ * decode itself: a sample of a layout it does not walk, or damage, for which they raise the
+ * Python path's FormatError (same text, same offset). */
+static PyObject *py_decode(Engine *e, Rec *r) {
+    PyObject *o = make_record(e, r);
+    if (!o) return NULL;
+    PyObject *res = PyObject_CallOneArg(e->decode_cb, o);
+    Py_DECREF(o);
+    if (!res && PyErr_ExceptionMatches(e->format_error)) e->decode_damage = 1;
+    return res;
+}
+
+/* A record the engine found damaged: the Python decoders say so, in the Python path's words. */
+static void damaged(Engine *e, Rec *r) {
+    PyObject *res = py_decode(e, r);
+    if (res) {
+        Py_DECREF(res);
+        PyErr_Format(PyExc_RuntimeError, "the C engine found damage in the record at offset %llu "
+                     "that the Python decoders took", (unsigned long long)r->offset);
+    }
+    rec_free(r);
+}
+
+static int get_opt(PyObject *t, Py_ssize_t i, int *has, uint64_t *v) {
+    PyObject *o = PyTuple_GET_ITEM(t, i);
+    *has = o != Py_None;
+    *v = *has ? PyLong_AsUnsignedLongLongMask(o) : 0;      /* 0 when absent, as calloc leaves it */
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* A sample's fields from the Python decoders: (pid, tid, cpu, time, period, callchain_offset,
+ * callchain_end, attr index), None where absent. */
+static int python_sample(Engine *e, Samp *s) {
+    PyObject *t = py_decode(e, s->rec);
+    if (!t) return -1;
+    uint64_t v[8]; int has[8];
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 8) {
+        Py_DECREF(t);
+        PyErr_SetString(PyExc_TypeError, "decode: a sample gives an 8-tuple");
+        return -1;
+    }
+    for (int i = 0; i < 8; i++)
+        if (get_opt(t, i, &has[i], &v[i]) < 0) { Py_DECREF(t); return -1; }
+    Py_DECREF(t);
+    s->has_pid = has[0]; s->pid = (int64_t)v[0]; s->has_tid = has[1]; s->tid = (int64_t)v[1];
+    s->has_cpu = has[2]; s->cpu = (int64_t)v[2]; s->has_time = has[3]; s->time = v[3];
+    s->has_period = has[4]; s->period = v[4];
+    s->chain_off = s->chain_end = has[5] ? (uint32_t)v[5] : 0;
+    if (has[5]) s->chain_end = (uint32_t)v[6];
+    s->entry = (int)v[7];
+    return has[5];
+}
+
 static int do_sample(Engine *e, Rec *r) {
     int ent = entry_of_sample(e, r);
-    if (ent < 0) FAILR(e, "sample id not found", r);
-    Layout *L = &e->lay[ent];
-    if (!L->simple) FAILR(e, "sample layout the engine does not walk", r);
+    Layout *L = ent >= 0 ? &e->lay[ent] : NULL;
     uint32_t size = r->size;
-    if ((uint32_t)L->prefix_end > size) FAILR(e, "short sample", r);
     Samp *s = calloc(1, sizeof(Samp));
-    if (!s) { PyErr_NoMemory(); return -1; }
+    if (!s) { rec_free(r); PyErr_NoMemory(); return -1; }
     const unsigned char *d = r->data;
-    s->rec = r; s->entry = ent; s->outcome = PENDING; s->seq = e->sample_seq++;
-    if (L->tid_off >= 0) {
-        s->pid = (int32_t)rd32(d + L->tid_off); s->tid = (int32_t)rd32(d + L->tid_off + 4);
-        s->has_pid = s->has_tid = 1;
+    s->rec = r; s->outcome = PENDING;
+    int chain = 0;
+    if (L && L->simple && (uint32_t)L->prefix_end <= size
+            && (!L->has_chain || ((uint32_t)L->prefix_end + 8 <= size
+                                  && rd64(d + L->prefix_end) <= (size - L->prefix_end - 8) / 8))) {
+        s->entry = ent;
+        if (L->tid_off >= 0) {
+            s->pid = (int32_t)rd32(d + L->tid_off); s->tid = (int32_t)rd32(d + L->tid_off + 4);
+            s->has_pid = s->has_tid = 1;
+        }
+        if (L->time_off >= 0) { s->time = rd64(d + L->time_off); s->has_time = 1; }
+        if (L->cpu_off >= 0) { s->cpu = rd32(d + L->cpu_off); s->has_cpu = 1; }
+        if (L->period_off >= 0) { s->period = rd64(d + L->period_off); s->has_period = 1; }
+        uint32_t off = (uint32_t)L->prefix_end;
+        s->chain_off = off;
+        s->chain_end = L->has_chain ? off + 8 + 8 * (uint32_t)rd64(d + off) : off;
+        chain = L->has_chain;
+    } else if ((chain = python_sample(e, s)) < 0) {    /* another layout, or damage */
+        free(s); rec_free(r);
+        return -1;
     }
-    if (L->time_off >= 0) { s->time = rd64(d + L->time_off); s->has_time = 1; }
-    if (L->cpu_off >= 0) { s->cpu = rd32(d + L->cpu_off); s->has_cpu = 1; }
-    if (L->period_off >= 0) { s->period = rd64(d + L->period_off); s->has_period = 1; }
-    uint32_t off = (uint32_t)L->prefix_end;
-    s->chain_off = s->chain_end = off;
-    if (L->has_chain) {
-        if (off + 8 > size) { free(s); FAILR(e, "callchain nr overruns the sample", r); }
-        uint64_t nr = rd64(d + off);
-        if (nr > (size - off - 8) / 8) { free(s); FAILR(e, "callchain nr exceeds the record", r); }
-        s->chain_end = off + 8 + 8 * (uint32_t)nr;
+    s->seq = e->sample_seq++;
+    if (chain) {
+        uint32_t off = s->chain_off;
+        uint64_t nr = (s->chain_end - off - 8) / 8;
         s->knr = (uint32_t)nr;
         if (nr >= 2 && rd64(d + off + 8 + 8 * (nr - 2)) == CTX_DEFERRED) {
             s->cookie = rd64(d + off + 8 + 8 * (nr - 1));
             s->has_cookie = 1;
             s->knr = (uint32_t)nr - 2;
         } else if (nr >= 1 && rd64(d + off + 8 * nr) == CTX_DEFERRED) {
-            /* the marker without a cookie: matched by task order, which only Python does */
-            free(s); FAILR(e, "deferred callchain without a cookie", r);
+            /* the marker without a cookie: matched by task order, which only Python does;
+             * engine.unavailable() sends such files there, this is a stream it cannot probe */
+            uint64_t at = r->offset;
+            free(s); rec_free(r);
+            FAIL(e, "deferred callchain without a cookie (the pre-cookie layout), which the "
+                    "engine does not match: run with DEFERSTITCH_ACCEL=0", at);
         }
     }
     if (s->has_tid) {
         PyObject *k = PyLong_FromLongLong(s->tid);
-        if (!k) { free(s); return -1; }
+        if (!k) { samp_free(s); return -1; }
         PyObject *c = PyDict_GetItemWithError(e->comms, k);
         Py_DECREF(k);
-        if (!c && PyErr_Occurred()) { free(s); return -1; }
+        if (!c && PyErr_Occurred()) { samp_free(s); return -1; }
         Py_XINCREF(c);
         s->comm = c;
     }
@@ -862,9 +1054,9 @@ static int do_deferred(Engine *e, Rec *r) {
         if (L->tr_time >= 0) { time = rd64(r->data + size - L->tr_time); has_time = 1; }
     }
     int64_t bend = body_end(e, r);
-    if (size < 24) FAILR(e, "short CALLCHAIN_DEFERRED", r);
+    if (size < 24) DAMAGED(e, r);
     uint64_t cookie = rd64(r->data + 8), nr = rd64(r->data + 16);
-    if (bend - 24 < 0 || nr > (uint64_t)(bend - 24) / 8) FAILR(e, "CALLCHAIN_DEFERRED nr overruns", r);
+    if (bend - 24 < 0 || nr > (uint64_t)(bend - 24) / 8) DAMAGED(e, r);
     const unsigned char *ips = r->data + 24;
     uint64_t frames = 0;
     for (uint64_t i = 0; i < nr; i++) if (rd64(ips + 8 * i) < CTX_MAX) frames++;
@@ -872,13 +1064,13 @@ static int do_deferred(Engine *e, Rec *r) {
     int rc = 0;
     if (!has_tid) e->deferred_without_tid++;
     else rc = st_deferred(e, tid, cookie, has_time, time, ips, nr, frames, dropped);
-    free(r);
+    rec_free(r);
     if (rc < 0) return -1;
     return has_tid ? drain(e) : 0;
 }
 
 static int do_comm(Engine *e, Rec *r) {
-    if (r->size < 16) FAIL(e, "short COMM", r->offset);
+    if (r->size < 16) { damaged(e, r); return -2; }     /* r is freed */
     int64_t tid = (int32_t)rd32(r->data + 12);
     int end = body_end(e, r);
     Py_ssize_t n = 0;
@@ -895,9 +1087,12 @@ static int do_comm(Engine *e, Rec *r) {
 
 static int feed_record(Engine *e, Rec *r) {
     uint16_t t = r->type;
+    int rc;
     e->counts[t]++;
-    if ((e->mode == MODE_EVENTS || e->mode == MODE_ORDERED) && (t == T_MMAP || t == T_MMAP2 || t == T_COMM || t == T_FORK
+    e->nrecords++;
+    if (EVENTS(e) && (t == T_MMAP || t == T_MMAP2 || t == T_COMM || t == T_FORK
                                    || t == T_EXIT || t == T_KSYMBOL)) {
+        if (e->nagg && flush_aggs(e) < 0) { free(r); return -1; }    /* names change from here */
         PyObject *o = make_record(e, r);          /* what PerfContext.observe sees */
         if (!o || PyList_Append(e->events, o) < 0) { Py_XDECREF(o); free(r); return -1; }
         Py_DECREF(o);
@@ -908,10 +1103,10 @@ static int feed_record(Engine *e, Rec *r) {
     case T_DEFERRED:
         return do_deferred(e, r);
     case T_COMM:
-        if (do_comm(e, r) < 0) { free(r); return -1; }
+        if ((rc = do_comm(e, r)) < 0) { if (rc == -1) rec_free(r); return -1; }
         break;
     case T_EXIT: {
-        if (r->size < 32) FAILR(e, "short EXIT", r);
+        if (r->size < 32) DAMAGED(e, r);
         int64_t tid = (int32_t)rd32(r->data + 16);
         uint64_t time = rd64(r->data + 24);
         if (push(e, r) < 0) return -1;
@@ -919,23 +1114,23 @@ static int feed_record(Engine *e, Rec *r) {
         return drain(e);
     }
     case T_FORK: {
-        if (r->size < 32) FAILR(e, "short FORK", r);
+        if (r->size < 32) DAMAGED(e, r);
         int64_t tid = (int32_t)rd32(r->data + 16), ptid = (int32_t)rd32(r->data + 20);
         if (st_reuse(e, tid) < 0) { free(r); return -1; }
         PyObject *pk = PyLong_FromLongLong(ptid), *k = PyLong_FromLongLong(tid);
         PyObject *c = (pk && k) ? PyDict_GetItemWithError(e->comms, pk) : NULL;
-        int rc = (!pk || !k || (!c && PyErr_Occurred())) ? -1 : c ? PyDict_SetItem(e->comms, k, c) : 0;
+        rc = (!pk || !k || (!c && PyErr_Occurred())) ? -1 : c ? PyDict_SetItem(e->comms, k, c) : 0;
         Py_XDECREF(pk); Py_XDECREF(k);
         if (rc < 0) { free(r); return -1; }
         break;
     }
     case T_LOST:
-        if (r->size < 24) FAILR(e, "short LOST", r);
-        e->lost_seq++; e->lost_records++; e->lost_events += rd64(r->data + 16);
+        if (r->size < 24) DAMAGED(e, r);
+        e->lost_seq++; e->lost_records++; add_sat(&e->lost_events, rd64(r->data + 16));
         break;
     case T_LOST_SAMPLES:
-        if (r->size < 16) FAILR(e, "short LOST_SAMPLES", r);
-        e->lost_seq++; e->lost_records++; e->lost_events += rd64(r->data + 8);
+        if (r->size < 16) DAMAGED(e, r);
+        e->lost_seq++; e->lost_records++; add_sat(&e->lost_events, rd64(r->data + 8));
         break;
     }
     return push(e, r);
@@ -1039,20 +1234,42 @@ static int is_note(uint16_t t) {
 
 static int frame_inner(Engine *e);
 
-/* One whole record of the stream at file offset ``at``. */
-static int take(Engine *e, const unsigned char *p, uint32_t size, uint64_t at, int inner) {
-    if (rd32(p) > 0xFFFF) FAIL(e, "record type past 16 bits", at);
+/* A record of a kind the engine does not frame itself (a payload after its size: AUXTRACE,
+ * HEADER_TRACING_DATA; a type past 16 bits), framed by the Python reader: it has no time, so
+ * it goes straight to the feed, and out as the Python object (MODE_FILE: the writer's write). */
+static int foreign(Engine *e, PyObject *obj, uint32_t type, uint64_t at) {
+    if (type <= 0xFFFF) e->counts[type]++;
+    else {
+        PyObject *k = PyLong_FromUnsignedLong(type);
+        PyObject *n = k ? PyDict_GetItemWithError(e->big_counts, k) : NULL;
+        PyObject *m = k && (n || !PyErr_Occurred()) ? PyLong_FromLongLong(n ? PyLong_AsLongLong(n) + 1 : 1) : NULL;
+        int rc = m ? PyDict_SetItem(e->big_counts, k, m) : -1;
+        Py_XDECREF(k); Py_XDECREF(m);
+        if (rc < 0) return -1;
+    }
+    Rec *r = malloc(sizeof(Rec));
+    if (!r) { PyErr_NoMemory(); return -1; }
+    r->offset = at; r->size = 0; r->type = 0xFFFF; r->misc = 0;
+    Py_INCREF(obj); r->obj = obj;
+    return push(e, r);
+}
+
+static int ordinary(const unsigned char *p) {
     uint16_t t = rd16(p);
-    if (t == T_AUXTRACE || t == T_TRACING_DATA)
-        FAIL(e, "record with a payload outside its size", at);
-    if (inner && (t == T_COMPRESSED || t == T_COMPRESSED2))
-        FAIL(e, "container inside a container", at);
+    return rd32(p) <= 0xFFFF && t != T_AUXTRACE && t != T_TRACING_DATA;
+}
+
+static int frame_inner(Engine *e);
+
+/* One whole record of the stream at file offset ``at`` (``inner``: from a container). */
+static int take(Engine *e, const unsigned char *p, uint32_t size, uint64_t at, int inner) {
+    uint16_t t = rd16(p);
     Rec *r = malloc(sizeof(Rec) + size);
     if (!r) { PyErr_NoMemory(); return -1; }
-    r->offset = at; r->size = size; r->type = t; r->misc = rd16(p + 4);
+    r->offset = at; r->obj = NULL; r->size = size; r->type = t; r->misc = rd16(p + 4);
     memcpy(r->data, p, size);
     if (is_note(t) && note(e, r) < 0) { free(r); return -1; }
-    if (t != T_COMPRESSED && t != T_COMPRESSED2) return sort_record(e, r);
+    if (inner || (t != T_COMPRESSED && t != T_COMPRESSED2)) return sort_record(e, r);
     /* the container is yielded first, then its contents (reader.py) */
     PyObject *o = make_record(e, r);
     if (!o) { free(r); return -1; }
@@ -1062,42 +1279,64 @@ static int take(Engine *e, const unsigned char *p, uint32_t size, uint64_t at, i
     if (!raw) return -1;
     char *b; Py_ssize_t n;
     if (PyBytes_AsStringAndSize(raw, &b, &n) < 0) { Py_DECREF(raw); return -1; }
-    if (reserve(&e->zin, &e->zin_cap, e->zin_len + n) < 0) { Py_DECREF(raw); return -1; }
-    memcpy(e->zin + e->zin_len, b, n);
-    e->zin_len += n;
+    if (n) {        /* a container may decompress to nothing: zin may still be NULL then */
+        if (reserve(&e->zin, &e->zin_cap, e->zin_len + n) < 0) { Py_DECREF(raw); return -1; }
+        memcpy(e->zin + e->zin_len, b, n);
+        e->zin_len += n;
+    }
     Py_DECREF(raw);
     e->zoffset = at;
     return frame_inner(e);
 }
 
+/* Records decompressed from containers (reader.py _Decompressor.feed); one may straddle two. */
 static int frame_inner(Engine *e) {
     size_t pos = 0;
+    int rc = 0;
+    if (!e->zin_len) return 0;          /* nothing to frame (and zin may be NULL) */
     while (e->zin_len - pos >= 8) {
-        uint16_t size = rd16(e->zin + pos + 6);
-        if (size < 8) FAIL(e, "decompressed record smaller than its header", e->zoffset);
+        const unsigned char *p = e->zin + pos;
+        uint16_t size = rd16(p + 6);
+        if (size < 8) {             /* the Python reader's words for it */
+            PyObject *err = PyObject_CallMethod(e->decompress_cb, "small", "KIH",
+                                                (unsigned long long)e->zoffset, rd32(p), size);
+            if (err) { PyErr_SetObject((PyObject *)Py_TYPE(err), err); Py_DECREF(err); }
+            rc = -1;
+            break;
+        }
         if (e->zin_len - pos < size) break;
-        if (take(e, e->zin + pos, size, e->zoffset, 1) < 0) return -1;
+        if (!ordinary(p)) {         /* a type past 16 bits: the Python record, passed as is */
+            PyObject *o = PyObject_CallFunction(e->record_cls, "IHy#KyO", rd32(p), rd16(p + 4),
+                                                (const char *)p, (Py_ssize_t)size,
+                                                (unsigned long long)e->zoffset, "", Py_True);
+            rc = o ? foreign(e, o, rd32(p), e->zoffset) : -1;
+            Py_XDECREF(o);
+        } else rc = take(e, p, size, e->zoffset, 1);
+        if (rc < 0) break;
         pos += size;
     }
     memmove(e->zin, e->zin + pos, e->zin_len - pos);
     e->zin_len -= pos;
-    return 0;
+    return rc;
 }
 
 /* ---- the Python type ------------------------------------------------------------------- */
 static PyObject *take_output(Engine *e) {
     if (e->mode == MODE_FILE) {
         PyObject *b = PyBytes_FromStringAndSize((const char *)e->out, (Py_ssize_t)e->out_len);
+        if (!b) return NULL;
         e->out_len = 0;
-        return b;
+        if (PyList_GET_SIZE(e->events) == 0) return b;
+        /* foreign records went out between the bytes: [bytes, Record, ..., bytes] */
+        if (PyList_Append(e->events, b) < 0) { Py_DECREF(b); return NULL; }
+        Py_DECREF(b);
     }
-    if (e->mode == MODE_EVENTS || e->mode == MODE_ORDERED) {
-        PyObject *ev = e->events;
-        e->events = PyList_New(0);
-        if (!e->events) { e->events = ev; return NULL; }
-        return ev;
-    }
-    Py_RETURN_NONE;
+    if (e->mode == MODE_NONE) Py_RETURN_NONE;
+    if (e->nagg && flush_aggs(e) < 0) return NULL;
+    PyObject *ev = e->events;
+    e->events = PyList_New(0);
+    if (!e->events) { e->events = ev; return NULL; }
+    return ev;
 }
 
 static int cleared(Engine *e) {
@@ -1106,38 +1345,113 @@ static int cleared(Engine *e) {
     return 1;
 }
 
-static PyObject *Engine_feed(Engine *e, PyObject *arg) {
-    if (cleared(e)) return NULL;
-    if (e->failed) return fail(e, "engine already failed (at %#llx)", e->in_base);
+static int usable(Engine *e) {
+    if (cleared(e)) return 0;
+    if (e->failed || e->finished) {
+        PyErr_SetString(PyExc_RuntimeError, e->failed ? "engine already failed" : "engine already finished");
+        return 0;
+    }
+    return 1;
+}
+
+/* The end of the input, clean or not (PerfFeed.run and sorter.ordered): what the sorter holds
+ * goes to the feed, then the stitcher gives up what waits and the FIFO drains. */
+static int flush_sorter(Engine *e) {
+    e->flushed = 1;
+    while (e->hn)
+        if (feed_record(e, heap_pop(e)) < 0) return -1;
+    return 0;
+}
+
+static int end_stitch(Engine *e) {
+    while (e->hn) rec_free(heap_pop(e));       /* left in the sorter by a damaged record */
+    e->finished = 1;
+    return st_finish(e) < 0 || drain(e) < 0 ? -1 : 0;
+}
+
+/* A step failed. On damage (FormatError) deliver what came before it as the Python path does:
+ * the reader's damage lets the sorter deliver its queue first (sorter.ordered), damage found
+ * by the decoders does not (the feed leaves its loop), and a damaged record among the queue
+ * raises its own error instead. Then that error; anything else leaves the engine failed. */
+static PyObject *failed(Engine *e) {
+    if (e->finished || !PyErr_ExceptionMatches(e->format_error)) { e->failed = 1; return NULL; }
+    PyObject *type, *val, *tb;
+    PyErr_Fetch(&type, &val, &tb);
+    if (!e->decode_damage && !e->flushed && flush_sorter(e) < 0) {
+        int damage = PyErr_ExceptionMatches(e->format_error);
+        Py_XDECREF(type); Py_XDECREF(val); Py_XDECREF(tb);
+        if (!damage) { e->failed = 1; return NULL; }
+        PyErr_Fetch(&type, &val, &tb);
+    }
+    if (end_stitch(e) < 0) {
+        Py_XDECREF(type); Py_XDECREF(val); Py_XDECREF(tb);
+        e->failed = 1;
+        return NULL;
+    }
+    PyErr_Restore(type, val, tb);
+    return NULL;
+}
+
+/* feed(buffer, start, length, offset): frame the whole ordinary records of buffer[start:start +
+ * length] (file offset ``offset``), order, stitch; how many bytes were taken. It stops before a
+ * record that is not whole, smaller than its header, or not ordinary: the caller's reader frames
+ * that one (engine.py). */
+static PyObject *Engine_feed(Engine *e, PyObject *args) {
     Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    if (reserve(&e->in, &e->in_cap, e->in_len + view.len) < 0) { PyBuffer_Release(&view); return NULL; }
-    memcpy(e->in + e->in_len, view.buf, view.len);
-    e->in_len += view.len;
-    PyBuffer_Release(&view);
-    size_t pos = 0;
-    while (e->in_len - pos >= 8) {
-        uint16_t size = rd16(e->in + pos + 6);
-        if (size < 8) return fail(e, "record smaller than its header (at %#llx)", e->in_base + pos);
-        if (e->in_len - pos < size) break;
-        if (take(e, e->in + pos, size, e->in_base + pos, 0) < 0) { e->failed = 1; return NULL; }
+    Py_ssize_t start, len;
+    unsigned long long base;
+    if (!PyArg_ParseTuple(args, "y*nnK", &view, &start, &len, &base)) return NULL;
+    if (!usable(e)) { PyBuffer_Release(&view); return NULL; }
+    if (start < 0 || len < 0 || start + len > view.len) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "feed: range outside the buffer");
+        return NULL;
+    }
+    const unsigned char *in = (const unsigned char *)view.buf + start;
+    size_t pos = 0, n = (size_t)len;
+    int rc = 0;
+    while (n - pos >= 8) {
+        uint16_t size = rd16(in + pos + 6);
+        if (size < 8 || n - pos < size || !ordinary(in + pos)) break;
+        if ((rc = take(e, in + pos, size, base + pos, 0)) < 0) break;
         pos += size;
     }
-    memmove(e->in, e->in + pos, e->in_len - pos);
-    e->in_len -= pos;
-    e->in_base += pos;
-    return take_output(e);
+    PyBuffer_Release(&view);
+    if (rc < 0) return failed(e);
+    return PyLong_FromSize_t(pos);
+}
+
+/* foreign(record): a record the reader framed that the engine does not (see foreign()). */
+static PyObject *Engine_foreign(Engine *e, PyObject *rec) {
+    if (!usable(e)) return NULL;
+    PyObject *t = PyObject_GetAttrString(rec, "type"), *o = PyObject_GetAttrString(rec, "offset");
+    uint32_t type = t ? (uint32_t)PyLong_AsUnsignedLongMask(t) : 0;
+    uint64_t at = o ? PyLong_AsUnsignedLongLongMask(o) : 0;
+    Py_XDECREF(t); Py_XDECREF(o);
+    if (PyErr_Occurred()) return NULL;
+    if (foreign(e, rec, type, at) < 0) return failed(e);
+    Py_RETURN_NONE;
 }
 
 static PyObject *Engine_finish(Engine *e, PyObject *noarg) {
+    if (!usable(e)) return NULL;
+    if (flush_sorter(e) < 0 || end_stitch(e) < 0) return failed(e);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Engine_output(Engine *e, PyObject *noarg) {
     if (cleared(e)) return NULL;
-    if (e->failed) return fail(e, "engine already failed (at %#llx)", e->in_base);
-    if (e->in_len) return fail(e, "input ends inside a record (at %#llx)", e->in_base);
-    if (e->zin_len) return fail(e, "compressed stream ends inside a record (at %#llx)", e->zoffset);
-    while (e->hn)
-        if (feed_record(e, heap_pop(e)) < 0) { e->failed = 1; return NULL; }
-    if (st_finish(e) < 0 || drain(e) < 0) { e->failed = 1; return NULL; }
     return take_output(e);
+}
+
+/* progress(): (records fed, samples) so far, for the progress line */
+static PyObject *Engine_progress(Engine *e, PyObject *noarg) {
+    return Py_BuildValue("(KK)", (unsigned long long)e->nrecords, (unsigned long long)e->samples);
+}
+
+/* leftover(): (bytes of a record cut at the end of the compressed stream, container offset) */
+static PyObject *Engine_leftover(Engine *e, PyObject *noarg) {
+    return Py_BuildValue("(nK)", (Py_ssize_t)e->zin_len, (unsigned long long)e->zoffset);
 }
 
 static PyObject *u64_dict(uint64_t *arr) {
@@ -1185,7 +1499,7 @@ static PyObject *Engine_state(Engine *e, PyObject *noarg) {
     PyObject *unm = PyTuple_New(NKEYS);
     for (int k = 0; unm && k < NKEYS; k++) PyTuple_SET_ITEM(unm, k, PyLong_FromUnsignedLongLong(e->unmatched[k]));
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:O}",
+        "{s:K,s:K,s:K,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:O,s:O}",
         "samples", e->samples, "stitched", e->stitched, "stitched_after_stack", e->after_stack,
         "passed", e->passed, "unmatched", unm, "deferred_records", e->deferred_records,
         "duplicate_deferred", e->duplicates, "orphan_deferred", e->orphans,
@@ -1197,66 +1511,82 @@ static PyObject *Engine_state(Engine *e, PyObject *noarg) {
         "unordered", e->unordered, "max_queued", e->max_queued_seen,
         "forced_flushes", e->forced_flushes, "rounds", e->rounds,
         "deferred_without_tid", e->deferred_without_tid, "rewritten", e->rewritten,
-        "comms", e->comms);
+        "comms", e->comms, "big_counts", e->big_counts);
 }
 
 static int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
-    static char *names[] = {"plan", "mode", "keep", "note", "decompress", "record",
-                            "max_pending", "window", "exit_grace", "max_queued", "base", NULL};
-    PyObject *plan, *note_cb, *dec_cb, *rec_cls;
+    static char *names[] = {"plan", "mode", "keep", "note", "decompress", "decode", "record",
+                            "format_error", "max_pending", "window", "exit_grace", "max_queued", NULL};
+    PyObject *plan, *note_cb, *dec_cb, *decode_cb, *rec_cls, *ferr;
     Py_buffer keep;
-    unsigned long long mp, win, grace, mq, base = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oiy*OOOKKKK|K", names, &plan, &e->mode, &keep, &note_cb,
-                                     &dec_cb, &rec_cls, &mp, &win, &grace, &mq, &base))
+    unsigned long long mp, win, grace, mq;
+    if (e->comms) {
+        PyErr_SetString(PyExc_RuntimeError, "an engine is initialised once");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oiy*OOOOOKKKK", names, &plan, &e->mode, &keep, &note_cb,
+                                     &dec_cb, &decode_cb, &rec_cls, &ferr, &mp, &win, &grace, &mq))
         return -1;
     if (keep.len != 65536) { PyBuffer_Release(&keep); PyErr_SetString(PyExc_ValueError, "keep: 65536 flags"); return -1; }
     memcpy(e->keep, keep.buf, 65536);
     PyBuffer_Release(&keep);
-    e->in_base = base;                /* file offset of the first byte fed */
     e->max_pending = mp; e->window = win; e->exit_grace = grace; e->max_queued = mq;
-    Py_INCREF(note_cb); Py_INCREF(dec_cb); Py_INCREF(rec_cls);
-    e->note_cb = note_cb; e->decompress_cb = dec_cb; e->record_cls = rec_cls;
+    Py_INCREF(note_cb); Py_INCREF(dec_cb); Py_INCREF(decode_cb); Py_INCREF(rec_cls); Py_INCREF(ferr);
+    e->note_cb = note_cb; e->decompress_cb = dec_cb; e->decode_cb = decode_cb; e->record_cls = rec_cls;
+    e->format_error = ferr;
     e->comms = PyDict_New();
+    e->big_counts = PyDict_New();
     e->events = PyList_New(0);
-    if (!e->comms || !e->events || map_init(&e->tasks, 1024) < 0 || map_init(&e->cellmap, 256) < 0)
+    if (!e->comms || !e->big_counts || !e->events || map_init(&e->tasks, 1024) < 0
+            || map_init(&e->cellmap, 256) < 0)
         return -1;
     return load_plan(e, plan);
 }
 
-/* The callbacks are usually bound methods of the Python object that owns the engine: a cycle,
- * so the engine takes part in garbage collection. */
+/* The callbacks may hold what owns the engine: a cycle, so the engine takes part in garbage
+ * collection. */
 static int Engine_traverse(Engine *e, visitproc visit, void *arg) {
-    Py_VISIT(e->note_cb); Py_VISIT(e->decompress_cb); Py_VISIT(e->record_cls);
-    Py_VISIT(e->comms); Py_VISIT(e->events);
+    Py_VISIT(e->note_cb); Py_VISIT(e->decompress_cb); Py_VISIT(e->decode_cb); Py_VISIT(e->record_cls);
+    Py_VISIT(e->format_error); Py_VISIT(e->comms); Py_VISIT(e->big_counts); Py_VISIT(e->events);
     return 0;
 }
 
 static int Engine_clear(Engine *e) {
-    Py_CLEAR(e->note_cb); Py_CLEAR(e->decompress_cb); Py_CLEAR(e->record_cls);
-    Py_CLEAR(e->comms); Py_CLEAR(e->events);
+    Py_CLEAR(e->note_cb); Py_CLEAR(e->decompress_cb); Py_CLEAR(e->decode_cb); Py_CLEAR(e->record_cls);
+    Py_CLEAR(e->format_error); Py_CLEAR(e->comms); Py_CLEAR(e->big_counts); Py_CLEAR(e->events);
     return 0;
 }
 
 static void Engine_dealloc(Engine *e) {
     PyObject_GC_UnTrack(e);
-    while (e->hn) free(heap_pop(e));
+    while (e->hn) rec_free(heap_pop(e));
     for (size_t i = 0; i < e->flen; i++) {
         FItem *it = &e->fifo[(e->fhead + i) % e->fcap];
-        if (it->s) samp_free(it->s); else free(it->rec);
+        if (it->s) samp_free(it->s); else rec_free(it->rec);
     }
     if (e->tasks.s)
         for (size_t i = 0; i < e->tasks.cap; i++)
             if (e->tasks.s[i].val) { Task *t = e->tasks.s[i].val; stack_put(t->stack); free(t); }
     for (size_t i = 0; i < e->ncells; i++) Py_XDECREF(e->cells[i].comm);
     free(e->tasks.s); free(e->by_id.s); free(e->cellmap.s); free(e->cells); free(e->lay);
-    free(e->in); free(e->zin); free(e->heap); free(e->fifo); free(e->ex); free(e->out);
+    free(e->zin); free(e->heap); free(e->fifo); free(e->ex); free(e->out);
+    for (size_t i = 0; i < e->nagg; i++) { Py_XDECREF(e->aggs[i].comm); free(e->aggs[i].ips); }
+    free(e->aggs); free(e->aslot); free(e->scratch);
     Engine_clear(e);
     Py_TYPE(e)->tp_free((PyObject *)e);
 }
 
 static PyMethodDef Engine_methods[] = {
-    {"feed", (PyCFunction)Engine_feed, METH_O, "feed(bytes): frame, order, stitch; the output so far"},
+    {"feed", (PyCFunction)Engine_feed, METH_VARARGS,
+     "feed(buffer, start, length, offset): frame, order, stitch the whole ordinary records; bytes taken"},
+    {"foreign", (PyCFunction)Engine_foreign, METH_O, "foreign(record): a record the reader framed"},
     {"finish", (PyCFunction)Engine_finish, METH_NOARGS, "end of input: flush, give up what waits"},
+    {"abort", (PyCFunction)Engine_finish, METH_NOARGS,
+     "abort(): the reader met damage (its error is the caller's to raise): finish with what came before; "
+     "a damaged record the sorter held raises its own error"},
+    {"output", (PyCFunction)Engine_output, METH_NOARGS, "the output so far (bytes, events or None)"},
+    {"progress", (PyCFunction)Engine_progress, METH_NOARGS, "(records, samples) so far"},
+    {"leftover", (PyCFunction)Engine_leftover, METH_NOARGS, "(bytes of a cut compressed record, offset)"},
     {"state", (PyCFunction)Engine_state, METH_NOARGS, "the counts, for a StitchReport"},
     {NULL}
 };
@@ -1284,14 +1614,15 @@ PyMODINIT_FUNC PyInit__accel(void) {
     if (PyType_Ready(&EngineType) < 0) return NULL;
     PyObject *m = PyModule_Create(&accel_module);
     if (!m) return NULL;
-    Fallback = PyErr_NewException("deferstitch._accel.Fallback", NULL, NULL);
+    Limit = PyErr_NewException("deferstitch._accel.Limit", NULL, NULL);
     Py_INCREF(&EngineType);
     if (PyModule_AddObject(m, "Engine", (PyObject *)&EngineType) < 0 ||
-        PyModule_AddObject(m, "Fallback", Fallback) < 0)
+        PyModule_AddObject(m, "Limit", Limit) < 0)
         return NULL;
     PyModule_AddIntConstant(m, "MODE_FILE", MODE_FILE);
     PyModule_AddIntConstant(m, "MODE_EVENTS", MODE_EVENTS);
     PyModule_AddIntConstant(m, "MODE_NONE", MODE_NONE);
     PyModule_AddIntConstant(m, "MODE_ORDERED", MODE_ORDERED);
+    PyModule_AddIntConstant(m, "MODE_COUNTED", MODE_COUNTED);
     return m;
 }

@@ -3,12 +3,13 @@
     PerfData --(engine.EngineRun | PerfFeed)--> output (StitchedFile, Folded, PerfScript, ...)
 
 ``run(args, make)`` opens the input, builds the output with ``make(perf, ctx)`` and drives it
-on the engine when the engine can take the input (perfdata/engine.py), else, or when the
-engine falls back, on the Python path, which is the definition. The CLI only parses arguments
-and picks the output.
+in one pass: on the engine when the engine can take the input (perfdata/engine.py), else on the
+Python path, which is the definition; a progress line on a terminal for long runs. The CLI only
+parses arguments and picks the output.
 """
 import os
 import sys
+import time
 
 from .errors import DeferstitchError, FormatError
 from .output.perf_records import PerfContext
@@ -32,27 +33,66 @@ class Null:
         pass
 
 
-def _progress(perf, quiet):
-    """tick(file offset): a progress line on stderr for big inputs when stderr is a terminal."""
-    if quiet or not sys.stderr.isatty() or perf.data_end is None or perf.data_end < (64 << 20):
-        return None
-    total = perf.data_end
-    state = {"n": 0}
+class Progress:
+    """A progress line on stderr for long inputs (files and pipes) when stderr is a terminal:
+    bytes read (and the share of the data section, when known), records, samples, samples/s.
+    It appears once the run has taken DEFERSTITCH_PROGRESS_DELAY seconds (default 1), so that
+    short runs print nothing, and is rewritten at most four times a second."""
 
-    def tick(offset):
-        state["n"] += 1
-        if state["n"] & 0xFFFF == 0 or offset >= total:
-            sys.stderr.write("\rdeferstitch: %3d%%" % (100 * offset // total))
+    def __init__(self, perf):
+        self.total = perf.data_end - perf.data_start if perf.data_end is not None else None
+        self.base = perf.data_start
+        self.start = self.last = time.monotonic()
+        self.delay = float(os.environ.get("DEFERSTITCH_PROGRESS_DELAY", "1"))
+        self.shown = False
+
+    def tick(self, offset, records, samples):
+        now = time.monotonic()
+        if now - self.start < self.delay or (self.shown and now - self.last < 0.25):
+            return
+        self.last, self.shown = now, True
+        done = offset - self.base
+        share = " (%d %%)" % (100 * done // self.total) if self.total else ""
+        rate = samples / max(now - self.start, 1e-6)
+        sys.stderr.write("\rdeferstitch: %.1f MB read%s, %d records, %d samples, %d samples/s\033[K"
+                         % (done / 1e6, share, records, samples, rate))
+        sys.stderr.flush()
+
+    def done(self):
+        if self.shown:
+            sys.stderr.write("\r\033[K")
             sys.stderr.flush()
-    return tick
+
+
+def _progress(perf, quiet):
+    return None if quiet or not sys.stderr.isatty() else Progress(perf)
 
 
 def run(args, make, symbols=False, perf=None, hint=False):
     """Run the input (``perf`` if already open) into ``make(perf, ctx)``: through the C engine
-    when it can take the file (perfdata/engine.py), else, or when it falls back, through the
-    Python path. Returns (report, output). ``hint``: say on stderr when the input has no
-    deferred callchains at all (report and stitch: the user may have recorded without defer)."""
-    rep, out, perf = _run(args, make, symbols, perf)
+    when it can take the input (perfdata/engine.py), else through the Python path, with the
+    progress line on a terminal. Either way one pass: damage raises its FormatError after what
+    came before it was delivered. Returns (report, output). ``hint``: say on stderr when the
+    input has no deferred callchains at all (report and stitch: recorded without defer?)."""
+    perf = perf or PerfData.open(args.input)
+    if perf.warning is not None and not args.quiet:
+        sys.stderr.write("deferstitch: %s: %s\n" % (perf.path, perf.warning))
+
+    def warn(line):
+        if not args.quiet:
+            sys.stderr.write(line + "\n")
+    ctx = context(perf, args, warn) if symbols else None
+    out = make(perf, ctx)
+    mode = _engine_mode(out)
+    why = engine.unavailable(perf) if mode is not None else "an output the engine does not feed"
+    if why is None and getattr(out, "engine_refuses", None) is not None:
+        why = out.engine_refuses(perf)
+    if why is None:
+        rep = _run_engine(perf, out, args, ctx, mode)
+    elif os.environ.get("DEFERSTITCH_ACCEL") == "require":
+        raise DeferstitchError("DEFERSTITCH_ACCEL=require, but the C engine was not used: %s" % why)
+    else:
+        rep = _run_python(perf, out, args, ctx)
     if hint and not args.quiet and not has_deferred(perf, rep):
         sys.stderr.write("deferstitch: %s: no deferred callchains (record with --call-graph "
                          "fp,defer)\n" % perf.path)
@@ -66,40 +106,6 @@ def has_deferred(perf, rep):
         rep.samples > rep.passed or rep.deferred_records > 0)
 
 
-def _run(args, make, symbols, perf):
-    perf = perf or PerfData.open(args.input)
-    if perf.warning is not None and not args.quiet:
-        sys.stderr.write("deferstitch: %s: %s\n" % (perf.path, perf.warning))
-    said = set()
-
-    def warn(line):                  # once per run, though a fallback builds a second context
-        if line not in said and not args.quiet:
-            said.add(line)
-            sys.stderr.write(line + "\n")
-    ctx = context(perf, args, warn) if symbols else None
-    out = make(perf, ctx)
-    mode = _engine_mode(out)
-    why = engine.unavailable(perf) if mode is not None else "an output the engine does not feed"
-    required = os.environ.get("DEFERSTITCH_ACCEL") == "require"
-    if why is None:
-        try:
-            return _run_engine(perf, out, args, ctx, mode), out, perf
-        except (engine.Fallback, FormatError) as err:
-            why = "fell back at: %s" % err
-        perf.close()
-        if hasattr(out, "discard"):         # a file we can rewrite
-            out.discard()
-        written = getattr(out, "written", 0)   # text already out (perf script's, in time order)
-        perf = PerfData.open(args.input)
-        ctx = context(perf, args, warn) if symbols else None
-        out = make(perf, ctx)
-        if written:
-            out.skip = written
-    if required:
-        raise DeferstitchError("DEFERSTITCH_ACCEL=require, but the C engine was not used: %s" % why)
-    return _run_python(perf, out, args, ctx), out, perf
-
-
 def _engine_mode(out):
     if isinstance(out, StitchedFile):
         return engine.MODE_FILE
@@ -107,6 +113,8 @@ def _engine_mode(out):
         return engine.MODE_NONE
     if hasattr(out, "turn"):             # prints in time order
         return engine.MODE_ORDERED
+    if hasattr(out, "resolved_counted"):       # sums samples per stack: counted in C
+        return engine.MODE_COUNTED
     if hasattr(out, "resolved_ips"):
         return engine.MODE_EVENTS
     return None
@@ -116,37 +124,65 @@ def _run_engine(perf, out, args, ctx, mode):
     run = engine.EngineRun(perf, mode, args.max_pending,
                            keep=out.writer.keep_table() if mode == engine.MODE_FILE else None)
     tick = _progress(perf, args.quiet)
-    done = perf.data_start
-    for chunk in run.chunks():
-        if mode == engine.MODE_FILE:
-            out.writer.write_kept(chunk)
-        elif mode != engine.MODE_NONE:      # events: resolved samples, side-band records, turns
-            add, observe, turn = out.resolved_ips, ctx.observe, getattr(out, "turn", None)
-            for ev in chunk:
-                cls = ev.__class__
-                if cls is tuple:
-                    add(*ev)
-                elif cls is int:
-                    turn(ev)
-                else:
-                    observe(ev)
+    try:
+        for chunk in run.chunks():
+            if mode == engine.MODE_FILE:
+                if chunk.__class__ is bytes:
+                    out.writer.write_kept(chunk)
+                else:                       # records the engine passed as they are (AUXTRACE, ...)
+                    for item in chunk:
+                        if item.__class__ is bytes:
+                            out.writer.write_kept(item)
+                        else:
+                            out.writer.write(item)
+            elif mode != engine.MODE_NONE:      # events: resolved samples, side-band records, turns
+                add = out.resolved_counted if mode == engine.MODE_COUNTED else out.resolved_ips
+                observe, turn = ctx.observe, getattr(out, "turn", None)
+                for ev in chunk:
+                    cls = ev.__class__
+                    if cls is tuple:
+                        add(*ev)
+                    elif cls is int:
+                        turn(ev)
+                    else:
+                        observe(ev)
+            if tick is not None:
+                tick.tick(run.offset, *run.engine.progress())
+    except Exception as err:   # damaged input: what was good before it is still written
+        _finish_engine(run, out, mode, tick, err if isinstance(err, FormatError) else None)
+        raise
+    except BaseException:   # interrupted (Ctrl-C, SIGTERM): the output is dropped, not finished
         if tick is not None:
-            done += engine.READ_SIZE
-            tick(min(done, perf.data_end))
+            tick.done()
+        raise
+    return _finish_engine(run, out, mode, tick)
+
+
+def _finish_engine(run, out, mode, tick, error=None):
     rep = run.report()
+    if error is not None:
+        rep.error = str(error)      # the report says it is of a part only (as PerfFeed.run)
     if mode == engine.MODE_FILE:
-        out.writer.dropped = run.dropped
+        for t, n in run.dropped.items():
+            out.writer.dropped[t] = out.writer.dropped.get(t, 0) + n
     out.report = rep
     out.close()
     if tick is not None:
-        sys.stderr.write("\r\033[K")
+        tick.done()
     return rep
 
 
 def _run_python(perf, out, args, ctx):
     """reader -> feed/stitcher -> ``out``; ctx (maps, comms) and the progress line watch the input."""
     tick = _progress(perf, args.quiet)
-    watchers = [w for w in (ctx.observe if ctx else None, (lambda rec: tick(rec.offset)) if tick else None) if w]
+    feed = None
+    seen = [0]
+
+    def progress(rec):
+        seen[0] += 1
+        if seen[0] & 0xFFF == 0:
+            tick.tick(rec.offset, seen[0], feed.report.samples)
+    watchers = [w for w in (ctx.observe if ctx else None, progress if tick else None) if w]
 
     def observe(rec):
         for w in watchers:
@@ -160,7 +196,7 @@ def _run_python(perf, out, args, ctx):
         raise
     except BaseException:   # interrupted (Ctrl-C, SIGTERM): the output is dropped, not finished
         if tick is not None:
-            sys.stderr.write("\r\033[K")
+            tick.done()
         raise
     _finish(out, feed, tick)
     return feed.report
@@ -170,7 +206,7 @@ def _finish(out, feed, tick):
     out.report = feed.report
     out.close()
     if tick is not None:
-        sys.stderr.write("\r\033[K")
+        tick.done()
 
 
 def context(perf, args, warn=None):

@@ -61,6 +61,7 @@ from .report import StitchReport
 
 DEFAULT_MAX_PENDING = 200_000         # ~120 MB of waiting samples at most
 DEFAULT_EXIT_GRACE = 1_000_000_000     # ns of stream time a task's stack may follow its EXIT
+U64_MAX = (1 << 64) - 1                 # counters saturate there, as the C engine's u64 do
 
 
 class _Stack:
@@ -239,9 +240,11 @@ class Stitcher:
             self._forget(tid)
 
     def lost(self, records=1, events=0):
+        """LOST records; ``events`` is the kernel's u64 count, and the total saturates at 2^64-1
+        (a damaged count must not make the sum wrap, nor outgrow the u64 the C engine keeps)."""
         self.lost_seq += 1
         self.report.lost_records += records
-        self.report.lost_events += events
+        self.report.lost_events = min(self.report.lost_events + events, U64_MAX)
         if self.task_order and self.pending:    # the next stack of a task may not be theirs
             for q in self.pending.values():
                 for s in q:

@@ -2,6 +2,7 @@
 
 # enum perf_type_id: the attr types perf names without help (perfdata/evlist.py)
 PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT = 0, 1, 2
+PERF_COUNT_SW_DUMMY = 9         # enum perf_sw_ids: an event for side-band records, never sampled
 
 # enum perf_event_type (include/uapi/linux/perf_event.h); 22 is new in Linux 6.19.
 RECORD_NAMES = {

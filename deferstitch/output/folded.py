@@ -40,10 +40,12 @@ class Folded:
         self._add(s.pid, self.ctx.comm(s), tuple(sample_ips(s)),
                   weight(self.weight, s.ref.period, s.ref.entry.attr))
 
-    def resolved_ips(self, pid, tid, comm, ips, period, entry):
-        """A sample from the C engine (perfdata/engine.py): ``ips`` as native u64 bytes."""
-        self._add(pid, self.ctx.comm_of(tid, comm), ips,
-                  weight(self.weight, period, self.ctx.perf.evlist.entries[entry].attr))
+    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, _key, _first, _last):
+        """``count`` samples of one stack from the C engine (perfdata/engine.py, MODE_COUNTED):
+        ``ips`` as native u64 bytes, ``period`` their sum (None: the attr's fixed period)."""
+        attr = self.ctx.perf.evlist.entries[entry].attr
+        w = count if self.weight != "period" else period if period is not None else count * attr.sample_period
+        self._add(pid, self.ctx.comm_of(tid, comm), ips, w)
 
     def _add(self, pid, comm, ips, w):
         self.stacks[comm.replace(" ", "_") + self._lines.get(pid, ips)] += w

@@ -34,19 +34,27 @@ class StackCache:
     def __init__(self, ctx, make):
         self.ctx, self.make = ctx, make
         self.texts = {}
+        self.frames = {}          # (pid, ip) -> named frame: stacks share most of their frames
         self.epoch = None
 
     def get(self, pid, ips):
         res = self.ctx.resolver
         epoch = (res.maps.generation, res.epoch)
         texts = self.texts
-        if epoch != self.epoch or len(texts) > self.LIMIT:
+        if epoch != self.epoch or len(texts) > self.LIMIT or len(self.frames) > self.LIMIT:
             texts.clear()
+            self.frames.clear()
             self.epoch = epoch
         hit = texts.get((pid, ips))
         if hit is None:
             seq = ips if ips.__class__ is tuple else memoryview(ips).cast("Q").tolist()
-            hit = texts[(pid, ips)] = self.make(pid, name_ips(pid, seq, self.ctx))
+            frames, frame, named = self.frames, res.frame, []
+            for ip in seq:
+                f = frames.get((pid, ip))
+                if f is None:
+                    f = frames[(pid, ip)] = (ip,) + frame(pid, ip)
+                named.append(f)
+            hit = texts[(pid, ips)] = self.make(pid, named)
         return hit
 
 

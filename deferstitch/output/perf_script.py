@@ -14,8 +14,12 @@ A sample's text is made when its outcome is known (names then see the maps as th
 stack was taken) and written when its turn comes in time order.
 """
 from ..abi import consts as C
-from ..perfdata.engine import Fallback
 from .frames import StackCache, name_ips, sample_ips, sample_period, sym_text, weight
+
+
+def _samples(attr):
+    """Whether an event can give samples: not perf's dummy (side-band records only)."""
+    return not (attr.type == C.PERF_TYPE_SOFTWARE and attr.config == C.PERF_COUNT_SW_DUMMY)
 
 
 def _frame_lines(_pid, frames):
@@ -27,9 +31,19 @@ class PerfScript:
         self.f, self.ctx, self.max_stack = f, ctx, max_stack
         self._frames = StackCache(ctx, _frame_lines)
         self._ready = {}          # sample number -> text, until its turn (the C engine's path)
-        self.written = 0          # samples written so far
-        self.skip = 0             # samples already written by a run that fell back (see pipeline.run)
         self._name_width = None   # taken at the first sample, as perf does: names come first
+
+    def engine_refuses(self, perf):
+        """Why the C engine cannot feed this output (None: it can). It hands over callchains,
+        not a sample's own ip, which perf script prints for a sample without a callchain; a
+        pipe-format input names its attrs only as it goes (read ahead for a file)."""
+        from ..perfdata.feed import probe_entries
+        entries = probe_entries(perf)
+        if entries is None:
+            return "standard input in pipe format: its attrs (callchain or not) are not known ahead"
+        if not all(e.layout.has_callchain or not _samples(e.attr) for e in entries):
+            return "samples without a callchain (perf script prints their ip)"
+        return None
 
     def record(self, rec):
         pass
@@ -41,17 +55,11 @@ class PerfScript:
                                 s.ref.entry, s.cpu, s.time, s.ref.parsed.ip)
 
     def sample(self, s):
-        if self.skip:             # both paths give the same samples in the same order
-            self.skip -= 1
-            return
         self.f.write(s.ref.text)
-        self.written += 1
 
     def resolved_ips(self, pid, tid, comm, ips, period, entry, cpu, time, number):
         """A sample from the C engine (perfdata/engine.py): ``ips`` as native u64 bytes."""
         ent = self.ctx.perf.evlist.entries[entry]
-        if not ent.layout.has_callchain:      # the engine hands over chains, not the sample's ip
-            raise Fallback("a sample without a callchain (perf script prints its ip)")
         if self.max_stack is not None:
             ips = ips[:8 * self.max_stack]
         self._ready[number] = self._text(pid, tid, self.ctx.comm_of(tid, comm), ips,
@@ -60,7 +68,6 @@ class PerfScript:
     def turn(self, number):
         """The C engine's time order: sample ``number`` is next."""
         self.f.write(self._ready.pop(number))
-        self.written += 1
 
     def _text(self, pid, tid, comm, ips, period, entry, cpu, time, ip=None):
         chain = entry.layout.has_callchain

@@ -8,8 +8,11 @@ Samples with the same locations and labels are one pprof sample with the values 
 pprof's own merge does: the profile grows with distinct stacks per thread, not with the file."""
 import gzip
 
+from ..model import PASSED, REASONS, STITCHED, UNMATCHED
 from .frames import StackCache, sample_ips, sample_period
 from .pprof_schema import messages
+
+_OUTCOMES = [(STITCHED, None), (PASSED, None)] + [(UNMATCHED, r) for r in REASONS]   # engine.KEYS
 
 
 class Pprof:
@@ -27,7 +30,8 @@ class Pprof:
         self.prof.period_type.type, self.prof.period_type.unit = self.s("cpu"), self.s("nanoseconds")
         self.first = self.last = None
         self._locs = StackCache(ctx, self._location_ids)   # (pid, ips) -> location ids
-        self._samples = {}        # (locations, thread, outcome, reason, tid) -> pprof sample
+        self._samples = {}        # (locations, thread, outcome, reason, tid) -> [values, labels]
+                                  # (plain lists while counting; profile.proto messages at close)
 
     def s(self, text):
         i = self.strings.get(text)
@@ -74,36 +78,59 @@ class Pprof:
         pass
 
     def _location_ids(self, pid, frames):
-        return tuple(self._location(pid, ip, sym, off, dso) for ip, sym, off, dso in frames)
+        known, ids = self.locations, []
+        for ip, sym, off, dso in frames:
+            lid = known.get((dso, ip, sym))
+            ids.append(lid if lid is not None else self._location(pid, ip, sym, off, dso))
+        return tuple(ids)
 
     def resolved(self, s):
-        locs = self._locs.get(s.pid, tuple(sample_ips(s)))
-        if s.reason:
-            locs += (self._location(s.pid, 0, "[user stack lost: %s]" % s.reason, 0, "[deferstitch]"),)
-        comm = self.ctx.comm(s)
-        tid = s.tid if s.tid is not None else -1
-        key = (locs, comm, s.outcome, s.reason, tid)
+        """A sample from the Python path (PerfFeed)."""
+        self._add(s.pid, s.tid, self.ctx.comm(s), tuple(sample_ips(s)), sample_period(s), s.time,
+                  s.outcome, s.reason)
+
+    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, key, first, last):
+        """``count`` samples of one stack and outcome from the C engine (perfdata/engine.py,
+        MODE_COUNTED): ``ips`` as native u64 bytes, ``period`` their sum (None: the attr's fixed
+        period), ``key`` the outcome's number (engine.KEYS), times the first and last."""
+        outcome, reason = _OUTCOMES[key]
+        attr = self.ctx.perf.evlist.entries[entry].attr
+        self._add(pid, tid, self.ctx.comm_of(tid, comm), ips,
+                  period if period is not None else count * attr.sample_period, first, outcome, reason,
+                  count, last)
+
+    def _add(self, pid, tid, comm, ips, period, time, outcome, reason, count=1, last=None):
+        locs = self._locs.get(pid, ips)
+        if reason:
+            locs += (self._location(pid, 0, "[user stack lost: %s]" % reason, 0, "[deferstitch]"),)
+        tid = tid if tid is not None else -1
+        key = (locs, comm, outcome, reason, tid)
         smp = self._samples.get(key)
-        if smp is None:
-            smp = self._samples[key] = self.prof.sample.add()
-            smp.location_id.extend(locs)
-            smp.value.extend([0, 0])
-            for lkey, val in (("thread", comm), ("outcome", s.outcome), ("reason", s.reason)):
-                if val:
-                    lab = smp.label.add()
-                    lab.key, lab.str = self.s(lkey), self.s(val)
-            lab = smp.label.add()
-            lab.key, lab.num = self.s("tid"), tid
-        smp.value[0] += 1
-        smp.value[1] += sample_period(s)
-        if s.time is not None:
-            self.first = s.time if self.first is None else min(self.first, s.time)
-            self.last = s.time if self.last is None else max(self.last, s.time)
+        if smp is None:         # strings interned now, in the order they are first met
+            labels = [(self.s(lkey), self.s(val))
+                      for lkey, val in (("thread", comm), ("outcome", outcome), ("reason", reason)) if val]
+            smp = self._samples[key] = [0, 0, locs, labels, self.s("tid"), tid]
+        smp[0] += count
+        smp[1] += period
+        if time is not None:
+            last = time if last is None else last
+            self.first = time if self.first is None else min(self.first, time)
+            self.last = last if self.last is None else max(self.last, last)
 
     def sample(self, s):
         pass
 
     def close(self):
+        add = self.prof.sample.add
+        for count, period, locs, labels, tid_key, tid in self._samples.values():
+            smp = add()
+            smp.location_id.extend(locs)
+            smp.value.extend([count, period])
+            for k, v in labels:
+                lab = smp.label.add()
+                lab.key, lab.str = k, v
+            lab = smp.label.add()
+            lab.key, lab.num = tid_key, tid
         if self.first is not None:     # perf's clock is not wall time: no time_nanos
             self.prof.duration_nanos = self.last - self.first
         self.f.write(gzip.compress(self.prof.SerializeToString()))

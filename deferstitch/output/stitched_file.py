@@ -53,11 +53,6 @@ class StitchedFile:
         self.writer.write(ref.rec, splice_chain(ref.rec.data, ref.parsed, chain, self.endian))
         self.rewritten += 1
 
-    def discard(self):
-        """Forget what was written (the C engine fell back: the Python path starts over)."""
-        self.writer.f.seek(0)
-        self.writer.f.truncate()
-
     def close(self):
         features = dict(self.perf.features)
         if self.report is not None:

@@ -1,40 +1,40 @@
-"""Drive the C engine (deferstitch/_accel.c) over a perf.data, when it can take the file.
+"""Drive the C engine (deferstitch/_accel.c) over a perf.data: one pass, any input the reader takes.
 
-    data section, 1 MiB at a time -> Engine.feed -> bytes (stitched records) or events
+    reader's buffer --+-- whole ordinary records, in place ---------> Engine.feed --> bytes or events
+                      +-- the rest, framed by PerfData._slow_record --> Engine.feed / Engine.foreign
 
 The engine does the per-record work of reader -> sorter -> PerfFeed -> Stitcher with the same
-rules; metadata records and compressed containers come back here (PerfData._note,
-_Decompressor), so each is decoded in one place. It takes a named perf.data file (file or pipe
-format) in the host's byte order; anything else, and anything unusual inside (it raises
-``Fallback`` at the first thing it does not take as ordinary), goes through the Python path,
-which is the definition and gives the errors with their offsets.
+rules. It frames ordinary records straight from the reader's buffer; the reader frames the rest
+the careful way, one record at a time (a record cut by the buffer's end, a payload after its
+size, damage), so framing errors are the reader's own. Metadata records, compressed containers
+and what the engine does not decode itself (sample layouts it does not walk, damaged records)
+go back to the Python decoders (PerfData._note, _Decompressor, feed.decode), so each is decoded
+in one place and every error carries the Python path's text and offset. Nothing is read twice:
+standard input runs on the engine too.
 """
 import os
+import struct
 import sys
 from collections import Counter
 
 from ..abi import consts as C
 from ..abi.records import DEFERRED_NO_COOKIE
 from ..abi.sample import _FIXED_AND_CHAIN
+from ..errors import FormatError
 from ..model import PASSED, REASONS, STITCHED
 from ..report import CORE_COUNTS, StitchReport
 from ..stitcher import DEFAULT_EXIT_GRACE
-from .feed import probe_layout
-from .reader import CHUNK, Record, _Decompressor
+from .feed import decode, probe_layout
+from .reader import Record, _Decompressor, cut_error
 from .sorter import DEFAULT_MAX_QUEUED
 
 try:
     from .. import _accel
-    Fallback = _accel.Fallback
 except ImportError:           # not built (no compiler), or perf's embedded Python
     _accel = None
 
-    class Fallback(Exception):
-        pass
-
-MODE_FILE, MODE_EVENTS, MODE_NONE, MODE_ORDERED = 0, 1, 2, 3
+MODE_FILE, MODE_EVENTS, MODE_NONE, MODE_ORDERED, MODE_COUNTED = 0, 1, 2, 3, 5
 KEYS = (STITCHED, PASSED) + REASONS      # the engine's outcome numbers
-READ_SIZE = CHUNK
 
 
 def available():
@@ -47,17 +47,16 @@ def unavailable(perf):
         return "the C engine is not built"
     if os.environ.get("DEFERSTITCH_ACCEL", "1") == "0":
         return "DEFERSTITCH_ACCEL=0"
-    if perf.path == "<stdin>" or not perf._s.seekable or perf._s.size is None:
-        return "input is not a named regular file (standard input takes the Python path)"
     if perf.endian != ("<" if sys.byteorder == "little" else ">"):
         return "byte order differs from this machine's"
-    if perf.feature_error is not None:
-        return "damaged feature sections"
-    if not all(_simple(e.layout) for e in perf.evlist.entries):
-        return "sample fields past the callchain"
+    for ent in perf.evlist.entries:     # (none yet in a pipe-format file: attrs come as records)
+        if ent.layout.sample_type & C.PERF_SAMPLE_READ:
+            return "PERF_SAMPLE_READ: a sample per group member, on the Python path"
+        if ent.layout.lbr_callstack:
+            return "LBR call stacks, rebuilt from the branch stack on the Python path"
     # (without the defer bit a stray no-cookie chain still reaches the engine, which hands it back)
-    ents = perf.evlist.entries          # (none yet: a pipe-format file, attrs come as records)
-    if (not ents or any(e.attr.defer_callchain for e in ents)) and \
+    ents = perf.evlist.entries
+    if (not ents or any(e.attr.defer_callchain for e in ents)) and perf.path != "<stdin>" and \
             probe_layout(perf.path) == DEFERRED_NO_COOKIE:
         return "deferred callchains without cookies (matched by task order on the Python path)"
     return None
@@ -90,28 +89,67 @@ class EngineRun:
         """``keep``: 65536 flags, which record types a MODE_FILE output writes (keep_table)."""
         self.perf = perf
         flags = keep if keep is not None else b"\1" * 65536
-        note, decompress = _callbacks(perf)     # closures, not bound methods: no cycle to collect
-        self.engine = _accel.Engine(plan(perf.evlist), mode, flags, note, decompress,
-                                    Record, max_pending,
+        note, decompress, dec = _callbacks(perf)     # closures, not bound methods: no cycle to collect
+        self.engine = _accel.Engine(plan(perf.evlist), mode, flags, note, decompress, dec, Record,
+                                    FormatError, max_pending,
                                     window if window is not None else max(5 * max_pending, 1024),
-                                    DEFAULT_EXIT_GRACE, DEFAULT_MAX_QUEUED, perf.data_start)
+                                    DEFAULT_EXIT_GRACE, DEFAULT_MAX_QUEUED)
+        self.dropped = {}
+        self.offset = perf.data_start     # how far the input has been read (progress)
 
     def chunks(self):
-        """The engine's output per READ_SIZE of input; Fallback when the data section is cut
-        short (the Python path says where)."""
-        perf = self.perf
-        f = perf._f
-        f.seek(perf.data_start)
-        end = perf.data_end if perf.data_end is not None else perf._s.size    # pipe format: to EOF
-        left = end - perf.data_start
-        feed = self.engine.feed
-        while left > 0:
-            buf = f.read(min(READ_SIZE, left))
-            if not buf:
-                raise Fallback("file ends inside the data section")
-            left -= len(buf)
-            yield feed(buf)
-        yield self.engine.finish()
+        """The engine's output after each read of the input (bytes, events or None). Damage
+        raises the Python path's FormatError after the last chunk, which holds what came before
+        it, as the Python path delivers it."""
+        perf, eng = self.perf, self.engine
+        s, end = perf._s, perf.data_end
+        hdr = struct.Struct(perf.endian + "IHH").unpack_from
+        feed, output = eng.feed, eng.output
+        reading = True          # a FormatError now is the reader's (else the engine's, wound up)
+        try:
+            s.goto(perf.data_start, "data section")
+            while True:
+                at = s.pos
+                if end is not None and at >= end:
+                    break
+                have = len(s.buf) - s.bpos
+                if end is not None and end - at < have:
+                    have = end - at
+                reading = False
+                n = feed(s.buf, s.bpos, have, at) if have >= 8 else 0
+                if n:
+                    s.bpos += n
+                else:                   # the reader frames this one (reader.py _slow_record)
+                    reading = True
+                    rec = perf._slow_record(s, at, end, hdr)
+                    if rec is None:
+                        break           # a pipe ends where its last record ends
+                    reading = False
+                    if rec.extra or rec.type in _FOREIGN or rec.type > 0xFFFF:
+                        eng.foreign(rec)
+                    else:
+                        feed(rec.data, 0, len(rec.data), at)
+                reading = True
+                yield output()
+                self.offset = s.pos
+            left, container = eng.leftover()
+            if left:
+                raise cut_error(perf.path, container, left)
+            perf._features_after_data()
+            reading = False
+            eng.finish()
+        except FormatError as err:
+            error = err
+            if reading:             # the sorter's queue is still delivered (sorter.ordered)
+                try:
+                    eng.abort()
+                except FormatError as flushed:      # ... unless a record in it is damaged too
+                    error = flushed
+            yield output()
+            raise error
+        except _accel.Limit as err:
+            raise FormatError(perf.path, err.args[0], err.args[1]) from None
+        yield output()
 
     def report(self):
         st = self.engine.state()
@@ -136,7 +174,8 @@ class EngineRun:
         r._comms = {tid: comm for tid, (_seq, comm) in comms.items()}
         if st["deferred_without_tid"]:
             r.extra["deferred_without_tid"] = st["deferred_without_tid"]
-        r.extra.update({"records": {C.record_name(t): n for t, n in sorted(st["counts"].items())},
+        counts = {**st["counts"], **st["big_counts"]}
+        r.extra.update({"records": {C.record_name(t): n for t, n in sorted(counts.items())},
                         "unordered_records": st["unordered"],
                         "max_queued_in_sorter": st["max_queued"],
                         "forced_sorter_flushes": st["forced_flushes"]})
@@ -144,18 +183,38 @@ class EngineRun:
         return r
 
 
+_FOREIGN = (C.PERF_RECORD_AUXTRACE, C.PERF_RECORD_HEADER_TRACING_DATA)
+
+
+class _Payloads:
+    """Compressed containers for the engine: their decompressed bytes (one _Decompressor for
+    the session, made at the first container), and the reader's error for a record in them
+    smaller than its header."""
+
+    def __init__(self, perf):
+        self.perf, self.decomp = perf, None
+
+    def _get(self):
+        if self.decomp is None:
+            self.decomp = _Decompressor(self.perf.path)
+        return self.decomp
+
+    def __call__(self, rec):
+        return self._get().payload(self.perf, rec)
+
+    def small(self, offset, rtype, size):
+        return self._get().small(offset, rtype, size)
+
+
 def _callbacks(perf):
-    """What the engine hands back: metadata records (the reader's _note, then the new plan) and
-    compressed containers (their decompressed bytes)."""
-    decomp = []
+    """What the engine hands back: metadata records (the reader's _note, then the new plan),
+    compressed containers, and records it does not decode itself (feed.decode)."""
 
     def note(rec):
         perf._note(rec)
         return plan(perf.evlist)
 
-    def decompress(rec):
-        if not decomp:
-            decomp.append(_Decompressor(perf.path))
-        return decomp[0].payload(perf, rec)
-    return note, decompress
+    def dec(rec):
+        return decode(perf, rec)
+    return note, _Payloads(perf), dec
 

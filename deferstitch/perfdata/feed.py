@@ -90,6 +90,62 @@ def probe_layout(path, limit=100_000):
     return None
 
 
+def probe_entries(perf, limit=10_000):
+    """The attrs of ``perf``: its evlist's, or for a pipe-format file (attrs come as records) the
+    ones announced before its first sample, read on a separate handle; None when they cannot be
+    known ahead (standard input, damage)."""
+    if perf.evlist.entries or perf.path == "<stdin>":
+        return perf.evlist.entries or None
+    try:
+        with PerfData.open(perf.path) as ahead:
+            for n, rec in enumerate(ahead.records()):
+                if rec.type == C.PERF_RECORD_SAMPLE or n >= limit:
+                    break
+            return ahead.evlist.entries or None
+    except (FormatError, ValueError, struct.error, OSError):
+        return None
+
+
+def damage(perf, rec, err):
+    """The error for a record the feed cannot decode (ValueError or struct.error ``err``)."""
+    return FormatError(perf.path, rec.offset, "%s: %s" % (C.record_name(rec.type), err))
+
+
+def decode(perf, rec):
+    """Decode ``rec`` as PerfFeed.run does, for the C engine (what it does not decode itself):
+    a sample's (pid, tid, cpu, time, period, callchain_offset, callchain_end, attr index), None
+    for other records; damage raises the feed's FormatError."""
+    t, e = rec.type, perf.endian
+    try:
+        if t == C.PERF_RECORD_SAMPLE:
+            ent = perf.evlist.for_sample(rec.data)
+            if ent is None:
+                raise ValueError("sample id not found in any attr")
+            p = ent.layout.parse(rec.data)
+            return (p.pid, p.tid, p.cpu, p.time, p.period, p.callchain_offset, p.callchain_end, ent.index)
+        if t == C.PERF_RECORD_CALLCHAIN_DEFERRED:
+            ent = perf.evlist.for_trailer(rec.data)
+            if ent:
+                ent.layout.parse_trailer(rec.data)
+            R.parse_deferred(rec.data, e, _body_end(perf, rec))
+        elif t == C.PERF_RECORD_COMM:
+            R.parse_comm(rec.data, e, _body_end(perf, rec), rec.misc)
+        elif t in (C.PERF_RECORD_EXIT, C.PERF_RECORD_FORK):
+            R.parse_task(rec.data, e)
+        elif t == C.PERF_RECORD_LOST:
+            R.parse_lost(rec.data, e)
+        elif t == C.PERF_RECORD_LOST_SAMPLES:
+            R.parse_lost_samples(rec.data, e)
+    except (ValueError, struct.error) as err:
+        raise damage(perf, rec, err) from None
+    return None
+
+
+def _body_end(perf, rec):
+    ent = perf.evlist.for_trailer(rec.data)
+    return len(rec.data) - (ent.layout.trailer.size if ent else 0)
+
+
 class PerfFeed:
     """Drive a Stitcher from a PerfData; hand ``out.record(rec)`` / ``out.sample(sample)`` to the
     output in time order. Deferred records are consumed, not passed on.
@@ -154,7 +210,7 @@ class PerfFeed:
                     elif t == C.PERF_RECORD_LOST_SAMPLES:
                         st.lost(1, R.parse_lost_samples(rec.data, perf.endian).lost)
                 except (ValueError, struct.error) as err:
-                    raise FormatError(perf.path, rec.offset, "%s: %s" % (C.record_name(t), err)) from None
+                    raise damage(perf, rec, err) from None
                 self._push(rec)
         except FormatError as err:
             self.error = err
@@ -174,8 +230,7 @@ class PerfFeed:
 
     # -- events -------------------------------------------------------------------------------
     def _body_end(self, rec):
-        ent = self.perf.evlist.for_trailer(rec.data)
-        return len(rec.data) - (ent.layout.trailer.size if ent else 0)
+        return _body_end(self.perf, rec)
 
     def _sample(self, rec):
         ent = self.perf.evlist.for_sample(rec.data)

@@ -354,9 +354,13 @@ class PerfData:
                 yield from decomp.feed(self, rec)
         if decomp is not None:
             decomp.finish(end if end is not None else s.pos)
-        if not self.pipe and not s.seekable and self.header.features and not self.features \
+        self._features_after_data()
+
+    def _features_after_data(self):
+        """A file-mode perf.data through a pipe: its features come after the data section."""
+        if not self.pipe and not self._s.seekable and self.header.features and not self.features \
                 and self.warning is None:
-            try:                        # a file-mode perf.data through a pipe: features come last
+            try:
                 self._read_features(self.header)
             except FormatError as err:
                 self.feature_error = err
@@ -488,8 +492,7 @@ class _Decompressor:
         while len(buf) - pos >= 8:
             rtype, misc, size = hdr.unpack_from(buf, pos)
             if size < 8:
-                raise FormatError(self.path, rec.offset, "decompressed record size %d (type %s) "
-                                  "is smaller than its header" % (size, C.record_name(rtype)))
+                raise self.small(rec.offset, rtype, size)
             if len(buf) - pos < size:
                 break
             inner = Record(rtype, misc, buf[pos:pos + size], rec.offset, inner=True)
@@ -499,7 +502,17 @@ class _Decompressor:
         self.rest = buf[pos:]
         self.rest_offset = rec.offset
 
+    def small(self, offset, rtype, size):
+        """The error for a decompressed record smaller than its header (the C engine's too)."""
+        return FormatError(self.path, offset, "decompressed record size %d (type %s) is smaller "
+                           "than its header" % (size, C.record_name(rtype)))
+
     def finish(self, end):
         if self.rest:
-            raise FormatError(self.path, self.rest_offset, "compressed stream ends inside a record "
-                              "(%d bytes left over)" % len(self.rest))
+            raise cut_error(self.path, self.rest_offset, len(self.rest))
+
+
+def cut_error(path, offset, left):
+    """The compressed stream ended inside a record (``left`` bytes of it, last container at
+    ``offset``)."""
+    return FormatError(path, offset, "compressed stream ends inside a record (%d bytes left over)" % left)
