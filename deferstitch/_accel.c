@@ -699,10 +699,11 @@ static inline uint64_t mix(uint64_t h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15
 static int count_sample(Engine *e, Samp *s, int k) {
     const unsigned char *chain = s->rec->data + s->chain_off + 8;
     size_t cap = s->knr + (k == K_STITCHED ? s->user->n : 0), n = 0;
-    if (cap > e->scap) {
-        uint64_t *b = realloc(e->scratch, cap * 8);
+    if (cap > e->scap || !e->scratch) {         /* never NULL, even for a sample without frames */
+        size_t c = cap > 64 ? cap : 64;
+        uint64_t *b = realloc(e->scratch, c * 8);
         if (!b) { PyErr_NoMemory(); return -1; }
-        e->scratch = b; e->scap = cap;
+        e->scratch = b; e->scap = c;
     }
     uint64_t *ips = e->scratch;
     for (uint32_t i = 0; i < s->knr; i++) {

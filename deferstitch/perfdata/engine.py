@@ -127,8 +127,8 @@ class EngineRun:
                     reading = False
                     if rec.extra or rec.type in _FOREIGN or rec.type > 0xFFFF:
                         eng.foreign(rec)
-                    else:
-                        feed(rec.data, 0, len(rec.data), at)
+                    elif feed(rec.data, 0, len(rec.data), at) != len(rec.data):
+                        raise RuntimeError("the C engine left a whole record at %#x" % at)
                 reading = True
                 yield output()
                 self.offset = s.pos
