@@ -14,7 +14,7 @@ import os
 import shutil
 import tempfile
 
-from deferstitch.errors import DeferstitchError
+from deferstitch.errors import DeferstitchError, FormatError
 
 _TMP = tempfile.mkdtemp(prefix="deferstitch-case-")
 atexit.register(shutil.rmtree, _TMP, True)
@@ -69,8 +69,9 @@ class _Null:
 
 
 def perf_case(data, max_pending=1000):
-    """A perf.data: the engine's report equals the Python path's, or both stop with an error
-    (the engine may hand the input back to Python: Fallback, then nothing to compare)."""
+    """A perf.data: the engine's report equals the Python path's, and where the input is damaged
+    both stop with the same one-line error after the same counts (the engine decodes what it
+    does not walk with the Python decoders, in one pass)."""
     from deferstitch.perfdata import engine
     from deferstitch.perfdata.feed import PerfFeed
     from deferstitch.perfdata.reader import PerfData
@@ -95,13 +96,18 @@ def perf_case(data, max_pending=1000):
         if engine.unavailable(perf) is not None:
             return py
         run = engine.EngineRun(perf, engine.MODE_NONE, max_pending)
+        c_err = None
         try:
             for _chunk in run.chunks():
                 pass
-        except (engine.Fallback, DeferstitchError):
-            return py                       # handed back: the Python path is the answer
+        except FormatError as err:
+            c_err = err
+        except DeferstitchError:            # a limit of the engine's, not damage: Python answers
+            return py
         c = run.report()
-    assert py_err is None, "the engine read to the end where Python stopped: %s" % py_err
+        if c_err is not None:
+            c.error = str(c_err)
+    assert str(c_err) == str(py_err), "the engine and Python stop differently: %s / %s" % (c_err, py_err)
     assert c.to_json() == py.to_json(), "engine and Python reports differ:\n%s\n%s" % (
         c.to_json(), py.to_json())
     return py
