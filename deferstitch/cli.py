@@ -22,7 +22,7 @@ import sys
 from . import __version__, pipeline
 from .abi import consts as C
 from .errors import DeferstitchError, FormatError, OutputError
-from .output.atomic import Output, Terminated, on_sigterm
+from .output.atomic import NamedStdout, Output, Terminated, on_sigterm
 from .output.dso_table import DsoTable
 from .output.folded import Folded
 from .output.perf_records import MAP_TYPES
@@ -280,6 +280,9 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     on_sigterm()            # SIGTERM unwinds like Ctrl-C: no half-written output stays
+    real = sys.stdout
+    if real is not None and real is sys.__stdout__:
+        sys.stdout = NamedStdout(real)      # what report and info print: errors in one line
     try:
         status = args.func(args)
         if sys.stdout is not None:
@@ -304,3 +307,6 @@ def main(argv=None):
         return 130
     except Terminated:
         return 143
+    finally:
+        if isinstance(sys.stdout, NamedStdout):
+            sys.stdout = real

@@ -132,6 +132,17 @@ def test_standard_output_on_dev_full(cmd, small):
     one_line_exit_2(r, "standard output: No space left on device")
 
 
+@pytest.mark.parametrize("argv", [["report", "--json"], ["report"], ["info", "--json"]])
+def test_printed_reports_on_dev_full(argv):
+    """report and info print (not through an output file): more than a buffer's worth of text
+    on a full standard output is the same one line, wherever the buffer fills."""
+    path, _ = capture("syswide")
+    with open("/dev/full", "wb") as full:
+        r = subprocess.run([sys.executable, "-m", "deferstitch", argv[0], str(path), *argv[1:]],
+                           stdout=full, stderr=subprocess.PIPE, cwd=ROOT)
+    one_line_exit_2(r, "standard output: No space left on device")
+
+
 def test_standard_output_closed_and_broken_pipe(small):
     r = subprocess.run([sys.executable, "-m", "deferstitch", "folded", str(small), "-q"],
                        stdout=subprocess.DEVNULL, preexec_fn=lambda: os.close(1),      # >&-

@@ -293,3 +293,28 @@ def rollback_all():
     """Remove every temporary still open (the perf plugin calls this before os._exit)."""
     for tmp in list(_live):
         _remove(tmp)
+
+
+class NamedStdout:
+    """sys.stdout for commands that print (report, info): its OS errors (a full disk, EIO) are
+    one OutputError naming "standard output", wherever the print happens to fill the buffer."""
+
+    def __init__(self, f):
+        self._f = f
+
+    def _named(self, call, *args):
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise OutputError(STDOUT, _reason(err)) from None
+
+    def write(self, text):
+        return self._named(self._f.write, text)
+
+    def flush(self):
+        return self._named(self._f.flush)
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
