@@ -55,25 +55,13 @@ def trace_case(data):
     return rep
 
 
-class _Null:
-    report = None
-
-    def record(self, rec):
-        pass
-
-    def sample(self, s):
-        pass
-
-    def close(self):
-        pass
-
-
 def perf_case(data, max_pending=1000):
     """A perf.data: the engine's report equals the Python path's, and where the input is damaged
     both stop with the same one-line error after the same counts (the engine decodes what it
     does not walk with the Python decoders, in one pass)."""
     from deferstitch.perfdata import engine
     from deferstitch.perfdata.feed import PerfFeed
+    from deferstitch.pipeline import Null
     from deferstitch.perfdata.reader import PerfData
     path = _write(data, "case.data")
     try:
@@ -82,7 +70,7 @@ def perf_case(data, max_pending=1000):
         _one_line(err, path)
         return None
     with perf:
-        feed = PerfFeed(perf, _Null(), max_pending=max_pending)
+        feed = PerfFeed(perf, Null(), max_pending=max_pending)
         try:
             py = feed.run()
             py_err = None

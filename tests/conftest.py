@@ -64,3 +64,16 @@ def need_sid_perf():
 def run_cli(*args, **kw):
     return subprocess.run([sys.executable, "-m", "deferstitch", *map(str, args)],
                           capture_output=True, cwd=kw.pop("cwd", ROOT), **kw)
+
+
+@pytest.fixture(scope="session")
+def capture_symbols(tmp_path_factory):
+    """Symbol options for the captures: their binaries where the guest had them (/opt/rig) and
+    the guest's kallsyms."""
+    if not (CAPTURES / "bin").exists():
+        pytest.skip("real captures not found (../shared/captures)")
+    root = tmp_path_factory.mktemp("symfs")
+    (root / "opt" / "rig").mkdir(parents=True)
+    for name in ("workload_a", "workload_b", "workload_c"):
+        shutil.copy(CAPTURES / "bin" / name, root / "opt" / "rig" / name)
+    return ["--symfs", str(root), "--kallsyms", str(CAPTURES / "kallsyms.xz")]

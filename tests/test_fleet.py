@@ -14,20 +14,14 @@ from collections import Counter
 
 import pytest
 
-from conftest import CAPTURES, ROOT, capture, run_cli
+from conftest import ROOT, capture, run_cli
 
 pytest.importorskip("distributed", reason="Dask not installed: pip install 'deferstitch[fleet]'")
 
 
-@pytest.fixture(scope="module")
-def symbols(tmp_path_factory):
-    if not (CAPTURES / "bin").exists():
-        pytest.skip("real captures not found (../shared/captures)")
-    root = tmp_path_factory.mktemp("symfs")
-    (root / "opt" / "rig").mkdir(parents=True)
-    for name in ("workload_a", "workload_b", "workload_c"):
-        shutil.copy(CAPTURES / "bin" / name, root / "opt" / "rig" / name)
-    return ["--symfs", str(root), "--kallsyms", str(CAPTURES / "kallsyms.xz")]
+@pytest.fixture
+def symbols(capture_symbols):
+    return capture_symbols
 
 
 def folded_lines(text):

@@ -147,7 +147,7 @@ def test_the_engine_leaves_no_cookie_files_to_python(tmp_path):
     if engine.available():
         with PerfData.open(path) as perf:
             assert "without cookies" in engine.unavailable(perf)
-    # without the defer bit the probe is skipped: the engine meets the chain and hands it back
+    # without the defer bit the probe looks at the first records only: this one is found there
     g = Synth(attrs=[make_attr(defer=False)], no_cookie=True)
     g.sample(10, 100)
     g.sample(10, 105, cookie=1)

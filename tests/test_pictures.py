@@ -14,7 +14,7 @@ import zlib
 
 import pytest
 
-from conftest import CAPTURES, capture, run_cli
+from conftest import capture, run_cli
 import tracecmd_synth as S
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -83,16 +83,9 @@ def png_colours(path):
     return colours
 
 
-@pytest.fixture(scope="module")
-def symbols(tmp_path_factory):
-    """The capture's binaries where the guest had them (/opt/rig) and the guest's kallsyms."""
-    if not (CAPTURES / "bin").exists():
-        pytest.skip("real captures not found (../shared/captures)")
-    root = tmp_path_factory.mktemp("symfs")
-    (root / "opt" / "rig").mkdir(parents=True)
-    for name in ("workload_a", "workload_b", "workload_c"):
-        shutil.copy(CAPTURES / "bin" / name, root / "opt" / "rig" / name)
-    return ["--symfs", str(root), "--kallsyms", str(CAPTURES / "kallsyms.xz")]
+@pytest.fixture
+def symbols(capture_symbols):
+    return capture_symbols
 
 
 def folded_share(lines, pattern):
