@@ -158,8 +158,14 @@ class Stitcher:
                 st.served += 1
                 self._stitch(s, st)
             else:
-                self._unmatched(s, DEFERRED_LOST_AFTER_LOST if self.lost_seq > s.lost_seq
-                                else DEFERRED_LOST)
+                self._unmatched(s, self.lost_reason(s, d))
+
+    def lost_reason(self, s, d):
+        """Why pending sample s will never get its stack, now that stack d of a later kernel
+        entry of its task came: "deferred-lost-after-lost-records" when lost records were
+        reported while it waited, else "deferred-lost". A front end that knows where and when
+        records were lost may narrow it (tracecmd/reader.py: per CPU and time)."""
+        return DEFERRED_LOST_AFTER_LOST if self.lost_seq > s.lost_seq else DEFERRED_LOST
 
     # -- matching by task order ---------------------------------------------------------------
     def _sample_in_order(self, s):

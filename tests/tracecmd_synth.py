@@ -14,8 +14,14 @@ File layout written here (v6, little endian, 8-byte longs, 4096-byte pages):
     u32 n, n x (u64 size, ftrace format)                     events/ftrace/*/format
     u32 nsys, nsys x ("system\\0", u32 n, n x (u64 size, format))
     u32 size, kallsyms     u32 size, printk_formats     u64 size, saved_cmdlines
-    u32 cpus  "options  \\0" u16 0  "flyrecord\\0"  cpus x (u64 offset, u64 size)
+    u32 cpus  "options  \\0" options... u16 0  "flyrecord\\0"  cpus x (u64 offset, u64 size)
     page-aligned CPU data: ring buffer pages
+    per instance (``trace-cmd record -B NAME``), at the offset its BUFFER option gives:
+        "flyrecord\\0"  cpus x (u64 offset, u64 size), then its page-aligned CPU data
+
+    option { u16 id; u32 size; u8 data[size]; }    BUFFER (3): u64 offset, "NAME\\0"
+        (trace-cmd's trace-output.c writes it with offset 0, then patches in where the
+        instance's flyrecord went; libtracecmd's handle_options reads it so)
 
     ring buffer page { u64 timestamp; u64 commit; char data[4080]; }  commit: bytes of data,
         bit 31 MISSING_EVENTS, bit 30 MISSING_STORED (then a u64 count right after the data)
@@ -29,6 +35,7 @@ import sys
 PAGE = 4096
 MISSING_EVENTS = 1 << 31
 MISSING_STORED = 1 << 30
+TRACECMD_OPTION_BUFFER = 3                  # enum tracecmd_file_options (trace-cmd.h)
 TIME_EXTEND = 30
 ULONG_MAX = (1 << 64) - 1
 
@@ -222,15 +229,22 @@ class CpuBuffer:
 class TraceDat:
     """A v6 trace.dat being built: ``event(cpu, ts, fmt, pid, **fields)``, then ``write(path)``."""
 
-    def __init__(self, cpus, ftrace_formats, system_formats, comms):
+    def __init__(self, cpus, ftrace_formats, system_formats, comms, instances=()):
+        self.ncpus = cpus
         self.cpus = [CpuBuffer() for _ in range(cpus)]
         self.ftrace, self.systems, self.comms = ftrace_formats, system_formats, comms
+        # name -> its own per-CPU ring buffers (a ``-B NAME`` instance: same CPU count)
+        self.instances = {name: [CpuBuffer() for _ in range(cpus)] for name in instances}
 
-    def event(self, cpu, ts, fmt, common_pid, **values):
-        self.cpus[cpu].add(ts, pack_event(fmt, common_pid, values))
+    def _buffers(self, buffer):
+        return self.cpus if buffer is None else self.instances[buffer]
 
-    def drop(self, cpu, ts, missed):
-        self.cpus[cpu].drop(ts, missed)
+    def event(self, cpu, ts, fmt, common_pid, buffer=None, **values):
+        """One event on ``cpu`` of the top buffer, or of instance ``buffer``."""
+        self._buffers(buffer)[cpu].add(ts, pack_event(fmt, common_pid, values))
+
+    def drop(self, cpu, ts, missed, buffer=None):
+        self._buffers(buffer)[cpu].drop(ts, missed)
 
     def write(self, path):
         out = bytearray(b"\x17\x08\x44tracing6\0" + struct.pack("<BBI", 0, 8, PAGE))
@@ -254,11 +268,29 @@ class TraceDat:
         out += struct.pack("<I", 0)                                   # printk formats
         cl = "".join("%d %s\n" % (p, c) for p, c in sorted(self.comms.items())).encode()
         out += struct.pack("<Q", len(cl)) + cl
-        out += struct.pack("<I", len(self.cpus)) + b"options  \0" + struct.pack("<H", 0)
+        out += struct.pack("<I", self.ncpus) + b"options  \0"
+        patch = {}                  # instance name -> where its BUFFER option's offset goes
+        for name in self.instances:
+            body = name.encode() + b"\0"
+            out += struct.pack("<HI", TRACECMD_OPTION_BUFFER, 8 + len(body))
+            patch[name] = len(out)
+            out += struct.pack("<Q", 0) + body
+        out += struct.pack("<H", 0)
+        self._flyrecord(out, self.cpus)
+        for name, cpus in self.instances.items():
+            out += b"\0" * (-len(out) % PAGE)
+            struct.pack_into("<Q", out, patch[name], len(out))
+            self._flyrecord(out, cpus)
+        with open(path, "wb") as f:
+            f.write(out)
+        return path
+
+    @staticmethod
+    def _flyrecord(out, cpus):
+        """Append a flyrecord section to out: its mark, the CPU table, each CPU's pages."""
         out += b"flyrecord\0"
-        datas = [c.data() for c in self.cpus]
-        table_at = len(out)
-        start = (table_at + 16 * len(datas) + PAGE - 1) // PAGE * PAGE
+        datas = [c.data() for c in cpus]
+        start = (len(out) + 16 * len(datas) + PAGE - 1) // PAGE * PAGE
         offsets = []
         for d in datas:
             offsets.append((start, len(d)))
@@ -267,9 +299,6 @@ class TraceDat:
             out += struct.pack("<QQ", off, size)
         for (off, _size), d in zip(offsets, datas):
             out += b"\0" * (off - len(out)) + d
-        with open(path, "wb") as f:
-            f.write(out)
-        return path
 
 
 # -- the scenario the tests use ------------------------------------------------------------------
@@ -293,7 +322,7 @@ EXPECT = {
 }
 
 
-def deferred(path, variant=False, after=False):
+def deferred(path, variant=False, after=False, build=False, instances=()):
     """Two CPUs, four tasks: cookie C1 shared by three events of pid 100 (one after it migrated
     to CPU 1), a kworker event (no cookie), pid 200's stack for C2 lost in 3 missed events then
     C3 stitched, pid 101 exiting before its stack (C4: two events, both task-exited).
@@ -302,7 +331,27 @@ def deferred(path, variant=False, after=False):
     ftrace = [KERNEL_STACK, USER_STACK, USER_UNWIND_COOKIE,
               USER_UNWIND_STACK_HASH if variant else USER_UNWIND_STACK]
     systems = [GETPPID, READ, EXIT, WORK, INODE_CACHE_HASH if variant else INODE_CACHE]
-    td = TraceDat(2, ftrace, systems, COMMS)
+    td = TraceDat(2, ftrace, systems, COMMS, instances)
+    _scenario(td, variant=variant, after=after)
+    return td if build else td.write(path)
+
+
+class _Into:
+    """td.event/td.drop into one buffer, times shifted."""
+
+    def __init__(self, td, buffer, shift):
+        self.td, self.buffer, self.shift = td, buffer, shift
+
+    def event(self, cpu, ts, fmt, common_pid, **values):
+        self.td.event(cpu, ts + self.shift, fmt, common_pid, buffer=self.buffer, **values)
+
+    def drop(self, cpu, ts, missed):
+        self.td.drop(cpu, ts + self.shift, missed, buffer=self.buffer)
+
+
+def _scenario(td, variant=False, after=False, buffer=None, shift=0):
+    """deferred()'s events, into ``buffer`` (None: the top one), ``shift`` ns later."""
+    td = _Into(td, buffer, shift)
     ks_read = [kaddr("ksys_read"), kaddr("do_syscall_64"), kaddr("entry_SYSCALL_64_after_hwframe")]
     ks_ppid = [kaddr("do_syscall_64"), kaddr("entry_SYSCALL_64_after_hwframe")]
 
@@ -342,7 +391,6 @@ def deferred(path, variant=False, after=False):
     # pid 101: two events in one kernel entry, then it exits (its own exit event shares C4)
     traced(1, T0 + 5 * MS, READ, T, C4, ks_read, __syscall_nr=0, fd=4, buf=0x7ffd2000, count=64)
     traced(1, T0 + 5 * MS + 200, EXIT, T, C4, [kaddr("do_exit")], comm="worker", pid=T, prio=120)
-    return td.write(path)
 
 
 def userstack(path):
@@ -356,6 +404,31 @@ def userstack(path):
     return td.write(path)
 
 
+def instances(path):
+    """The deferred scenario in the top buffer and again, shifted, in instance "inst": the same
+    tasks and cookies in both (the kernel gives one cookie per kernel entry, whatever the
+    instance; each instance requests and writes its own stacks). Plus instance "lossy": pid 100's
+    cookie C1 event with its stack lost there, so C1 must not find the top buffer's stack.
+    Each buffer's expected counts: INSTANCES_EXPECT."""
+    td = deferred(None, build=True, instances=("inst", "lossy"))
+    _scenario(td, buffer="inst", shift=50 * MS)
+    ks = [kaddr("do_syscall_64"), kaddr("entry_SYSCALL_64_after_hwframe")]
+    td.event(0, T0 + 100, GETPPID, W, buffer="lossy", __syscall_nr=110)
+    td.event(0, T0 + 100, KERNEL_STACK, W, buffer="lossy", size=len(ks), caller=ks)
+    td.event(0, T0 + 100, USER_UNWIND_COOKIE, W, buffer="lossy", cookie=C1)
+    return td.write(path)
+
+
+INSTANCES_EXPECT = {
+    "top": {"samples": 8, "stitched": 4, "passed": 1,
+            "unmatched": {"deferred-lost-after-lost-records": 1, "task-exited": 2}},
+    "inst": {"samples": 8, "stitched": 4, "passed": 1,
+             "unmatched": {"deferred-lost-after-lost-records": 1, "task-exited": 2}},
+    "lossy": {"samples": 1, "stitched": 0, "passed": 0, "unmatched": {"stream-ended": 1}},
+}
+
+
 if __name__ == "__main__":
     kind = sys.argv[2] if len(sys.argv) > 2 else "deferred"
-    {"deferred": deferred, "variant": lambda p: deferred(p, True), "userstack": userstack}[kind](sys.argv[1])
+    {"deferred": deferred, "variant": lambda p: deferred(p, True), "userstack": userstack,
+     "instances": instances}[kind](sys.argv[1])

@@ -10,6 +10,8 @@ Usage (what bridge.py does):
     for ev in h.events(): ...            # EventDesc: id, system, name, fields
     rec = h.next_record()                # (ts, cpu, missed, event id, pid, payload) or None
     h.comm(pid); h.close()
+    for i, name in enumerate(h.instance_names()):   # trace-cmd record -B NAME buffers
+        child = Handle(path, parent=h, index=i)     # the same calls; shares h's event formats
 """
 import ctypes
 import faulthandler
@@ -102,6 +104,10 @@ _PROTOS = {
     "tracecmd_long_size": (ctypes.c_int, [_P], "tracecmd"),         # idem
     "tracecmd_page_size": (ctypes.c_int, [_P], "tracecmd"),
     "tracecmd_read_next_data": (_REC, [_P, ctypes.POINTER(ctypes.c_int)], "tracecmd"),  # idem
+    "tracecmd_peek_data": (_REC, [_P, ctypes.c_int], "tracecmd"),   # idem: the handle keeps it
+    "tracecmd_buffer_instances": (ctypes.c_int, [_P], "tracecmd"),                 # trace-cmd.h
+    "tracecmd_buffer_instance_name": (ctypes.c_char_p, [_P, ctypes.c_int], "tracecmd"),
+    "tracecmd_buffer_instance_handle": (_P, [_P, ctypes.c_int], "tracecmd"),
     "tracecmd_free_record": (None, [_REC], "tracecmd"),
     "tracecmd_record_page": (_P, [_P, _REC], "tracecmd"),           # idem: page->map
     "tracecmd_get_cpu_file_size": (ctypes.c_longlong, [_P, ctypes.c_int], "tracecmd"),   # idem
@@ -222,6 +228,8 @@ def _probe_open(path):
             os.dup2(null, 1)
             os.dup2(null, 2)
             h = api.tracecmd_open(os.fsencode(path), TRACECMD_FL_LOAD_NO_PLUGINS)
+            for i in range(api.tracecmd_buffer_instances(h) if h else 0):
+                api.tracecmd_buffer_instance_handle(h, i)      # reads its options and CPU table
             os._exit(0 if h else 1)
         except BaseException:
             os._exit(1)
@@ -232,20 +240,31 @@ def _probe_open(path):
 
 
 class Handle:
-    """An open trace.dat (struct tracecmd_input), plugins not loaded: we only decode."""
+    """An open trace.dat (struct tracecmd_input), plugins not loaded: we only decode. With
+    ``parent`` and ``index``: that file's buffer instance ``index`` (``trace-cmd record -B``),
+    its own per-CPU data, the parent's event formats (libtracecmd copies the parent handle and
+    reads the CPU table at the offset the instance's BUFFER option gives)."""
 
-    def __init__(self, path, probe=True):
+    def __init__(self, path, probe=True, parent=None, index=None):
         self.path = path
         if not os.path.exists(path):
             raise DeferstitchError("%s: no such file" % path)
-        if probe:
+        if probe and parent is None:
             _probe_open(path)
         # our own descriptor on the same file: its size, watched while libtracecmd maps it
         self._fd = os.open(path, os.O_RDONLY)
         self.file_size = os.fstat(self._fd).st_size
-        self._h = api.tracecmd_open(os.fsencode(path), TRACECMD_FL_LOAD_NO_PLUGINS)
+        if parent is None:
+            self._h = api.tracecmd_open(os.fsencode(path), TRACECMD_FL_LOAD_NO_PLUGINS)
+        else:
+            parent._check()
+            self._h = api.tracecmd_buffer_instance_handle(parent._h, index)
         if not self._h:
             os.close(self._fd)
+            if parent is not None:
+                raise FormatError(path, None, "libtracecmd cannot read buffer instance %r "
+                                  "(its BUFFER option points to no CPU data)"
+                                  % parent.instance_names()[index])
             raise FormatError(path, 0, "libtracecmd cannot open it as a trace.dat "
                                        "(tracecmd_open failed)")
         self._tep = api.tracecmd_get_tep(self._h)
@@ -291,6 +310,23 @@ class Handle:
             first -= first % self.page_size
             out[cpu] = (first, first + (size - 1) // self.page_size * self.page_size)
         return out
+
+    def instance_names(self):
+        """The names of the file's buffer instances (``-B NAME``), in the file's order; the
+        top buffer is not one of them."""
+        self._check()
+        return [_s(api.tracecmd_buffer_instance_name(self._h, i))
+                for i in range(api.tracecmd_buffer_instances(self._h))]
+
+    def peek(self, cpu):
+        """(ts, missed_events) of the next record on cpu, not consumed; None at its end.
+        libtracecmd reads that CPU's next record anyway to order the CPUs."""
+        self._check()
+        self._unchanged()
+        rp = api.tracecmd_peek_data(self._h, cpu)
+        if not rp:
+            return None
+        return rp.contents.ts, rp.contents.missed_events
 
     def events(self):
         """Every event format the file carries."""

@@ -1,8 +1,12 @@
 """Trace / Event: a trace.dat (trace-cmd.dat(5), v6 and v7) read through the installed libtracecmd.
 
-    for ev in Trace("trace.dat"):          # time order across CPUs, as trace-cmd report
+    for ev in Trace("trace.dat"):          # time order across CPUs and buffers, as trace-cmd report
         ev.system, ev.name, ev.pid, ev.comm, ev.cpu, ev.ts, ev.missed
+        ev.buffer                          # "top", or the instance's name (trace-cmd record -B NAME)
         ev["cookie"], ev.fields()          # numbers, strings, arrays (also __data_loc/__rel_loc)
+
+Every buffer of the file is read: the top one and each instance, each with its own CPUs (so a
+CPU number means something only within its buffer). The event formats are the file's, shared.
 
 Fields are decoded here, in Python, from the record's payload and the event format that
 libtraceevent parsed (offset, size, flags); _ffi.py hands over copies, never pointers.
@@ -13,6 +17,7 @@ Decoding follows libtraceevent's rules (event-parse.c, tep_print_field / dynamic
     char name[N] / __data_loc char[] name   strings, cut at the first NUL
     T name[N]                               a list of N elements of sizeof(T)
 """
+import heapq
 import struct
 
 from . import _ffi
@@ -20,6 +25,7 @@ from ._ffi import (TEP_FIELD_IS_ARRAY, TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATI
                    TEP_FIELD_IS_SIGNED, TEP_FIELD_IS_STRING)
 
 _INT = {1: "b", 2: "h", 4: "i", 8: "q"}
+TOP = "top"         # the top buffer's name, as trace-cmd calls it (trace-split.c, "-B top")
 
 # element type names -> size in bytes ("long" comes from the file's long size)
 _BASE_SIZES = {"char": 1, "u8": 1, "s8": 1, "short": 2, "u16": 2, "s16": 2, "int": 4, "u32": 4,
@@ -100,12 +106,13 @@ class EventType:
 class Event:
     """One record: where and when, and its fields decoded on request."""
 
-    __slots__ = ("trace", "type", "ts", "cpu", "missed", "pid", "offset", "data", "comm")
+    __slots__ = ("trace", "type", "ts", "cpu", "missed", "pid", "offset", "data", "comm", "buffer")
 
-    def __init__(self, trace, type_, ts, cpu, missed, pid, offset, data, comm):
+    def __init__(self, trace, type_, ts, cpu, missed, pid, offset, data, comm, buffer=TOP):
         self.trace, self.type, self.ts, self.cpu = trace, type_, ts, cpu
         self.missed, self.pid, self.offset, self.data = missed, pid, offset, data
         self.comm = comm        # as trace-cmd shows it (saved_cmdlines), "<...>" when unknown
+        self.buffer = buffer    # TOP, or the name of the instance it was recorded in
 
     @property
     def system(self):
@@ -179,6 +186,32 @@ class Trace:
         self.endian = ">" if self._h.big_endian else "<"
         self.types = {d.id: EventType(d, self.long_size) for d in self._h.events()}
         self.formats_not_parsed = self._h.formats_not_parsed
+        # buffer name -> handle: the top buffer, then the instances in the file's order
+        self.handles = {TOP: self._h}
+        try:
+            for i, name in enumerate(self._h.instance_names()):
+                self.handles[name] = _ffi.Handle(self.path, parent=self._h, index=i)
+        except BaseException:
+            self.close()
+            raise
+
+    def feed_args(self):
+        """What reader.FtraceFeed wants to know of the file: long size, and the peek at each
+        CPU's next record (every buffer's CPUs)."""
+        return {"long_size": self.long_size, "peek": self.peek,
+                "cpus": max(h.cpus for h in self.handles.values())}
+
+    @property
+    def buffers(self):
+        """The buffers' names: TOP first, then the instances."""
+        return list(self.handles)
+
+    def peek(self, buffer, cpu):
+        """(ts, missed_events) of the next record of ``cpu`` in ``buffer``, not consumed (None
+        at its end): where a CPU's next page says events were lost, that is known before the
+        record is read (reader.py uses it for the reasons of lost stacks)."""
+        h = self.handles[buffer]
+        return h.peek(cpu) if 0 <= cpu < h.cpus else None
 
     def error(self, offset, message):
         """A FormatError about the record at data ``offset`` (a file offset unless the file is
@@ -198,15 +231,26 @@ class Trace:
         return self._h.function(addr)
 
     def __iter__(self):
-        h, types, comm = self._h, self.types, self._h.comm
+        if len(self.handles) == 1:
+            return self._events(TOP, self._h)
+        # time order across buffers too, as trace-cmd report merges its handles (equal times:
+        # the top buffer first, then the instances in the file's order)
+        return heapq.merge(*(self._events(name, h) for name, h in self.handles.items()),
+                           key=lambda ev: ev.ts)
+
+    def _events(self, buffer, h):
+        types, comm = self.types, self._h.comm
         while True:
             r = h.next_record()
             if r is None:
                 return
             ts, cpu, missed, type_id, pid, offset, data = r
-            yield Event(self, types.get(type_id), ts, cpu, missed, pid, offset, data, comm(pid))
+            yield Event(self, types.get(type_id), ts, cpu, missed, pid, offset, data, comm(pid),
+                        buffer)
 
     def close(self):
+        for h in reversed(list(getattr(self, "handles", {}).values())):
+            h.close()
         self._h.close()
 
     def __enter__(self):

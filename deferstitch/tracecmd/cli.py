@@ -32,7 +32,7 @@ def run_feed(path, out=None, max_pending=DEFAULT_MAX_PENDING, resolved=None, sta
     """Read trace.dat ``path`` through the shared core; ``out.sample`` in time order."""
     with Trace(path) as trace:
         feed = FtraceFeed(resolved=resolved, sample=out.sample if out else None, stack=stack,
-                          max_pending=max_pending, long_size=trace.long_size)
+                          max_pending=max_pending, **trace.feed_args())
         _feed(feed, trace)
         if out is not None:
             out.close()
@@ -96,7 +96,7 @@ def cmd_trace(args):
                         width=args.width, inverted=args.inverted)
         else:
             out = Script(f, namer, args.max_stack) if cmd == "script" else Folded(f, namer)
-        feed = FtraceFeed(sample=out.sample, max_pending=args.max_pending, long_size=trace.long_size)
+        feed = FtraceFeed(sample=out.sample, max_pending=args.max_pending, **trace.feed_args())
         namer.recorded = feed.paths
         err = _feed(feed, trace)
         out.close()
@@ -125,7 +125,7 @@ def _report(path, args, timeline=None):
                     timeline.lost_notice(ev.ts)
                 yield ev
         feed = FtraceFeed(resolved=resolved, sample=sample if timeline is not None else None,
-                          max_pending=args.max_pending, long_size=trace.long_size)
+                          max_pending=args.max_pending, **trace.feed_args())
         namer.recorded = feed.paths
         _feed(feed, trace, watched() if timeline is not None else None)
     feed.report.extra["unnamed_user_frames"] = dict(sorted(namer.unnamed.items()))

@@ -63,7 +63,7 @@ class _Trace:
                     for ev in trace:
                         now[0] = ev
                         yield ev
-                feed = FtraceFeed(stack=on_stack, resolved=on_resolved, long_size=trace.long_size)
+                feed = FtraceFeed(stack=on_stack, resolved=on_resolved, **trace.feed_args())
                 namer.recorded = feed.paths
                 self.report = feed.run(events())
         except Exception as err:          # never take trace-cmd down with us

@@ -32,13 +32,39 @@ events on a CPU are lost records; ``sched:sched_process_exit`` is a task exit (a
 sample); ``sched:sched_process_fork`` a tid reuse. A ``user_stack`` gives its sample the user
 frames directly (outcome "passed"): frames (None, address), no file known.
 
+Buffers (``trace-cmd record -B NAME``): the kernel writes an instance's cookies and stacks into
+that instance's own ring buffer (the unwind callback of the series writes into
+``tr->array_buffer`` of the trace_array whose ``unwinder`` was requested), and every instance
+asks for its own stacks. So each buffer is stitched on its own (a Stitcher each, one shared
+report): a cookie of buffer A never takes a stack of buffer B, and a CPU means a ring buffer of
+one buffer. ``report.extra["buffers"]`` has each buffer's counts.
+
+Missed events, per CPU and time (``lost_reason``). A page of CPU c that says events were lost
+tells us where (c's ring buffer) and when: after the last record read on c (a), before the
+marked one (b). A stack is written on the CPU where its task returns to user space, which need
+not be the CPU of its cookie (a blocking system call sleeps and wakes up elsewhere), but it is
+written between the first event of its kernel entry (lo) and the first event of the task's next
+entry (hi; or the stack that ends the wait, if sooner). So a stack that never came can have
+been lost in missed events only if some CPU's loss window of its buffer overlaps (lo, hi):
+
+    CPU 0  E(C1) cookie ·········· E(C2) cookie ·· stack(C2)    task T: C1's stack never came
+    CPU 1  ·· x ··|  lost  |· y ········|lost|···               windows (x, y), (z, w)
+               a=x      b=y            z    w
+             (lo=E(C1), hi=E(C2)) meets (x, y): "deferred-lost-after-lost-records"
+             a task whose entry lies before x or after y: "deferred-lost"
+
+The window that ends at a CPU's next, not yet read, record is known already: its page says
+so (``peek``), so a loss that ftrace reports late (at the CPU's next record) still counts.
+
 Fields are found by name. Tolerated variants: no ``inodes``/``dev`` arrays (frames keep the raw
 value), inode_cache keyed by ``hash`` (and a ``hash``/``hashes`` array in the stack event).
 """
 import bisect
 from collections import Counter
 
-from ..model import DeferredStack, Sample
+from ..model import (DEFERRED_LOST, DEFERRED_LOST_AFTER_LOST, PASSED, STITCHED, DeferredStack,
+                     Sample)
+from ..report import StitchReport
 from ..stitcher import DEFAULT_EXIT_GRACE, DEFAULT_MAX_PENDING, Stitcher
 
 KERNEL_STACK = ("ftrace", "kernel_stack")
@@ -52,6 +78,8 @@ NO_VMA = (1 << 64) - 1           # inodes[i] == -1L: no VMA at that address (raw
 ANON = "[anon]"                  # inode 0: anonymous memory
 NO_FILE = "[unknown]"            # no VMA / no mapping known
 MAX_NEST = 4                     # task, softirq, irq, nmi: events open at once on one CPU
+TOP = "top"                      # the top buffer (bridge.TOP), for events that name none
+MAX_ENTRIES = 64                 # kernel entries remembered per task (their first event's time)
 
 
 def dev_name(dev):
@@ -69,19 +97,66 @@ class Pending:
         self.kernel = self.cookie = self.user_stack = self.tgid = None
 
 
+class _BufferStitcher(Stitcher):
+    """The Stitcher of one trace buffer; lost stacks get the feed's per-CPU reason."""
+
+    def __init__(self, feed, buffer, **kw):
+        super().__init__(feed._resolved, **kw)
+        self.feed, self.buffer = feed, buffer
+
+    def lost_reason(self, s, d):
+        return self.feed.lost_reason(self.buffer, s, d)
+
+
+class _BufferCounts:
+    """One buffer's share of the report: samples by outcome, stacks, missed events."""
+
+    __slots__ = ("samples", "stitched", "stitched_after_stack", "passed", "unmatched",
+                 "deferred_records", "lost_records", "lost_events")
+
+    def __init__(self):
+        self.samples = self.stitched = self.stitched_after_stack = self.passed = 0
+        self.deferred_records = self.lost_records = self.lost_events = 0
+        self.unmatched = Counter()
+
+    def count(self, s):
+        self.samples += 1
+        if s.outcome == STITCHED:
+            self.stitched += 1
+            self.stitched_after_stack += s.after_stack
+        elif s.outcome == PASSED:
+            self.passed += 1
+        else:
+            self.unmatched[s.reason] += 1
+
+    def to_json(self):
+        out = {k: getattr(self, k) for k in self.__slots__}
+        out["unmatched"] = dict(sorted(self.unmatched.items()))
+        return out
+
+
 class FtraceFeed:
-    """Drive a Stitcher from ftrace events. ``resolved(sample)`` is called the moment a sample's
+    """Drive the stitcher from ftrace events. ``resolved(sample)`` is called the moment a sample's
     outcome is final (at its user_unwind_stack for stitched ones); ``stack(ev, stitched, frames)``
-    at each user_unwind_stack with the samples it served and its (path, offset) frames; ``sample(sample)`` in time order."""
+    at each user_unwind_stack with the samples it served and its (path, offset) frames; ``sample(sample)`` in time order.
+    ``peek(buffer, cpu)``: (ts, missed) of that CPU's next record, not yet fed (bridge.Trace.peek),
+    ``cpus`` of each buffer: with them, a loss reported at a CPU's next page counts already."""
 
     def __init__(self, resolved=None, sample=None, stack=None, max_pending=DEFAULT_MAX_PENDING,
-                 exit_grace=DEFAULT_EXIT_GRACE, long_size=8):
+                 exit_grace=DEFAULT_EXIT_GRACE, long_size=8, peek=None, cpus=0):
         self.on_resolved, self.on_sample, self.on_stack = resolved, sample, stack
-        self.stitcher = Stitcher(self._resolved, max_pending, exit_grace=exit_grace)
-        self.report = self.stitcher.report
+        self.report = StitchReport()
         self.report.source = "ftrace"
+        self._stitcher_args = {"max_pending": max_pending, "exit_grace": exit_grace,
+                               "report": self.report}
+        self.stitchers = {}         # buffer -> its _BufferStitcher
+        self.buffers = {}           # buffer -> _BufferCounts
+        self.peek, self.cpus = peek, cpus
+        self.last = {}              # (buffer, cpu) -> time of the last record fed there
+        self.windows = {}           # buffer -> [(a, b)]: events lost on a CPU between a and b
+        self.entries = {}           # (buffer, tid) -> [[cookie, first time]]: its kernel entries
         self.no_vma = (1 << (8 * long_size)) - 1
-        self.open = {}              # cpu -> [Pending], oldest first (at most MAX_NEST)
+        self.open = {}              # (buffer, cpu) -> [Pending], oldest first (at most MAX_NEST)
         self.paths = {}             # (inode or hash, dev or None) -> path
         self.fifo = []              # (time, seq, sample) in time order, the head waiting to resolve
         self.head = 0               # fifo[:head] were handed on
@@ -103,14 +178,21 @@ class FtraceFeed:
         self.counts["%s:%s" % key] += 1
         if ev.type is None:         # a format that did not parse, or a damaged type id
             self.anomalies["events of a type with no event format"] += 1
-        cpu = ev.cpu
+        buf = getattr(ev, "buffer", TOP)
+        cpu = (buf, ev.cpu)         # a ring buffer: CPU numbers are per trace buffer
+        st = self._stitcher(buf)
         if ev.missed:
             self._close_cpu(cpu)
-            self.stitcher.lost(1, max(ev.missed, 0))
+            st.lost(1, max(ev.missed, 0))
+            counts = self.buffers[buf]
+            counts.lost_records += 1
+            self.windows[buf].append((self.last.get(cpu), ev.ts))
             if ev.missed > 0:
                 self.missed_events += ev.missed
+                counts.lost_events += ev.missed
             else:
                 self.anomalies["missed events without a count"] += 1
+        self.last[cpu] = ev.ts
         role = COMPANIONS.get(key)
         if role is not None:
             p = self._owner(cpu, ev.pid, role)
@@ -129,7 +211,7 @@ class FtraceFeed:
             self._close(cpu, p)             # the user part is written last: p is complete
             return
         if key == UNWIND_STACK:
-            self._unwind_stack(ev)
+            self._unwind_stack(ev, buf, st)
         elif ev.system == INODE_CACHE:
             self._inode(ev)
         else:
@@ -149,12 +231,67 @@ class FtraceFeed:
     def finish(self):
         for cpu in list(self.open):
             self._close_cpu(cpu)
-        self.stitcher.finish()
+        if not self.stitchers:
+            self._stitcher(TOP)
+        for st in self.stitchers.values():
+            st.finish()
         self._drain()
         self.report.extra.update({"events": dict(sorted(self.counts.items())),
                                   "ftrace_anomalies": dict(sorted(self.anomalies.items())),
-                                  "inode_cache_entries": len(self.paths)})
+                                  "inode_cache_entries": len(self.paths),
+                                  "buffers": {b: c.to_json() for b, c in self.buffers.items()}})
         return self.report
+
+    def _stitcher(self, buf):
+        st = self.stitchers.get(buf)
+        if st is None:
+            st = self.stitchers[buf] = _BufferStitcher(self, buf, **self._stitcher_args)
+            self.buffers[buf] = _BufferCounts()
+            self.windows[buf] = []
+        return st
+
+    # -- missed events: which lost stacks they can explain (module docstring) ---------------
+    def lost_reason(self, buf, s, d):
+        """The reason of pending sample s (buffer buf), whose stack never came: d, a stack of a
+        later kernel entry of its task, has. After-lost-records only if a loss window of a CPU
+        of its buffer meets the span its stack was written in."""
+        lo, hi = self._entry_span(buf, s, d)
+        for a, b in self.windows[buf]:
+            if (a is None or a <= hi) and b >= lo:
+                return DEFERRED_LOST_AFTER_LOST
+        if self.peek is not None:
+            for cpu in range(self.cpus):
+                nxt = self.peek(buf, cpu)
+                if nxt is not None and nxt[1]:
+                    a = self.last.get((buf, cpu))
+                    if (a is None or a <= hi) and nxt[0] >= lo:
+                        return DEFERRED_LOST_AFTER_LOST
+        return DEFERRED_LOST
+
+    def _entry_span(self, buf, s, d):
+        """(lo, hi): s's kernel entry began at lo (its first event); its task was in another
+        entry by hi (that entry's first event, or d's time)."""
+        lo, hi = s.time, d.time
+        ent = self.entries.get((buf, s.tid), ())
+        for i, (cookie, first) in enumerate(ent):
+            if cookie == s.cookie:
+                lo = min(lo, first)
+                if i + 1 < len(ent):
+                    hi = min(hi, ent[i + 1][1])
+                break
+        return lo, hi
+
+    def _entry(self, buf, s):
+        """Note the kernel entry (cookie) of a sample of s.tid: a new one when the cookie changes."""
+        ent = self.entries.get((buf, s.tid))
+        if ent is None:
+            ent = self.entries[(buf, s.tid)] = []
+        if ent and ent[-1][0] == s.cookie:
+            ent[-1][1] = min(ent[-1][1], s.time)
+            return
+        ent.append([s.cookie, s.time])
+        if len(ent) > MAX_ENTRIES:
+            del ent[0]
 
     # -- events -------------------------------------------------------------------------------
     def _close_cpu(self, cpu):
@@ -162,31 +299,37 @@ class FtraceFeed:
             self._close(cpu, p)
 
     def _close(self, cpu, p):
-        """Open event p on cpu has all its companions: it becomes a Sample."""
+        """Open event p on cpu ((buffer, cpu)) has all its companions: it becomes a Sample."""
         q = self.open[cpu]
         q.remove(p)
         if not q:
             del self.open[cpu]
         ev = p.ev
+        buf = cpu[0]
+        st = self.stitchers[buf]
         s = Sample(ev.pid, p.tgid if p.tgid is not None else ev.pid, ev.cpu, ev.ts,
                    p.kernel or (), p.cookie, ev, ev.comm)
         if p.user_stack is not None and p.cookie is None:
             s.user = p.user_stack
+        if s.cookie is not None:
+            self._entry(buf, s)
         self.seq += 1
         bisect.insort(self.fifo, (s.time, self.seq, s), lo=self.head)
-        self.stitcher.sample(s)
+        st.sample(s)
         if (ev.system, ev.name) == ("sched", "sched_process_exit"):
-            self.stitcher.exit(ev.get("pid", ev.pid), ev.ts)
+            st.exit(ev.get("pid", ev.pid), ev.ts)
         elif (ev.system, ev.name) == ("sched", "sched_process_fork"):
             child = ev.get("child_pid")
             if child is not None:
-                self.stitcher.reuse(child)
+                st.reuse(child)
+                self.entries.pop((buf, child), None)
         self._drain()
 
-    def _flush_pid(self, pid):
+    def _flush_pid(self, buf, pid):
         for cpu, q in list(self.open.items()):
-            for p in [p for p in q if p.ev.pid == pid]:
-                self._close(cpu, p)
+            if cpu[0] == buf:
+                for p in [p for p in q if p.ev.pid == pid]:
+                    self._close(cpu, p)
 
     def _kernel(self, ev):
         size = ev.get("size")
@@ -203,9 +346,9 @@ class FtraceFeed:
             return
         self.paths[(key, ev.get("dev"))] = ev.get("path", "")
 
-    def _unwind_stack(self, ev):
+    def _unwind_stack(self, ev, buf, st):
         pid = ev.pid
-        self._flush_pid(pid)            # its events may sit open on another CPU (migration)
+        self._flush_pid(buf, pid)       # its events may sit open on another CPU (migration)
         stack = ev.get("stack") or []
         keys = None
         for name in ("inodes", "hashes", "hash"):
@@ -219,8 +362,15 @@ class FtraceFeed:
             d = devs[i] if devs is not None and i < len(devs) else None
             frames.append((self._path(k, d), off))
         self.served = []
-        self.stitcher.deferred(DeferredStack(pid, pid, ev["cookie"], ev.ts, tuple(frames)))
+        cookie = ev["cookie"]
+        self.buffers[buf].deferred_records += 1
+        st.deferred(DeferredStack(pid, pid, cookie, ev.ts, tuple(frames)))
         served, self.served = self.served, None
+        ent = self.entries.get((buf, pid))
+        if ent:                         # the entries before this stack's are over
+            i = next((i for i, (c, _t) in enumerate(ent) if c == cookie), None)
+            if i:
+                del ent[:i]
         if self.on_stack is not None:
             self.on_stack(ev, served, frames)
         self._drain()
@@ -242,6 +392,7 @@ class FtraceFeed:
 
     # -- outputs ------------------------------------------------------------------------------
     def _resolved(self, s):
+        self.buffers[getattr(s.ref, "buffer", TOP)].count(s)
         if self.served is not None and s.outcome == "stitched":
             self.served.append(s)
         if self.on_resolved is not None:
