@@ -407,8 +407,9 @@ def userstack(path):
 def instances(path):
     """The deferred scenario in the top buffer and again, shifted, in instance "inst": the same
     tasks and cookies in both (the kernel gives one cookie per kernel entry, whatever the
-    instance; each instance requests and writes its own stacks). Plus instance "lossy": pid 100's
-    cookie C1 event with its stack lost there, so C1 must not find the top buffer's stack.
+    instance; each instance requests and writes its own stacks). Plus instance "lossy": an event
+    of pid 100 with cookie C1 whose stack is not in that buffer: the top buffer's stack for C1
+    must not serve it (stream-ended).
     Each buffer's expected counts: INSTANCES_EXPECT."""
     td = deferred(None, build=True, instances=("inst", "lossy"))
     _scenario(td, buffer="inst", shift=50 * MS)
@@ -428,7 +429,51 @@ INSTANCES_EXPECT = {
 }
 
 
+# -- missed events on one CPU, cookies pending on two (reader.py's per-CPU loss windows) ---------
+A, B, C = 300, 301, 302
+CA1, CA2 = (13 << 32) | 1, (15 << 32) | 1
+CB1, CB2 = (17 << 32) | 2, (19 << 32) | 2
+CC1, CC2 = (21 << 32) | 1, (23 << 32) | 1
+MISSED_REASONS = {          # the cookie whose stack never came -> its reason
+    CA1: "deferred-lost-after-lost-records",   # its entry (0-5 ms) spans CPU 1's loss (2.5-4 ms)
+    CB1: "deferred-lost",                      # its entry (1-2 ms) ended before that loss
+    CC1: "deferred-lost-after-lost-records",   # its entry (8-9 ms) spans CPU 1's second loss
+}                                              # (7-12 ms), read only after C's next stack
+
+
+def missed_per_cpu(path):
+    """Two CPUs; events are lost twice on CPU 1 only. Task A (cookie on CPU 0), B (on CPU 1) and
+    C (on CPU 0) each lose the stack of their first kernel entry, then get their second entry's
+    stack. A stack is written wherever its task returns to user space, so only time tells
+    which losses could have taken it: MISSED_REASONS. Nine events: 3 stitched, 3 passed."""
+    td = TraceDat(2, [USER_UNWIND_COOKIE, USER_UNWIND_STACK], [GETPPID, WORK],
+                  {**COMMS, A: "task_a", B: "task_b", C: "task_c"})
+
+    def traced(cpu, ts, task, cookie):
+        td.event(cpu, ts, GETPPID, task, __syscall_nr=110)
+        td.event(cpu, ts, USER_UNWIND_COOKIE, task, cookie=cookie)
+
+    def stack(cpu, ts, task, cookie):
+        td.event(cpu, ts, USER_UNWIND_STACK, task, cookie=cookie, stack=[0x1139], inodes=[0], dev=[0])
+
+    traced(0, T0, A, CA1)
+    traced(1, T0 + 1 * MS, B, CB1)
+    traced(1, T0 + 2 * MS, B, CB2)
+    td.event(1, T0 + 2 * MS + MS // 2, WORK, KW, work=1, function=kaddr("ksys_read", 0))
+    td.drop(1, T0 + 4 * MS, 4)
+    td.event(1, T0 + 4 * MS, WORK, KW, work=2, function=kaddr("ksys_read", 0))
+    traced(0, T0 + 5 * MS, A, CA2)
+    stack(0, T0 + 6 * MS, A, CA2)
+    stack(1, T0 + 7 * MS, B, CB2)
+    traced(0, T0 + 8 * MS, C, CC1)
+    traced(0, T0 + 9 * MS, C, CC2)
+    stack(0, T0 + 10 * MS, C, CC2)
+    td.drop(1, T0 + 12 * MS, 2)
+    td.event(1, T0 + 12 * MS, WORK, KW, work=3, function=kaddr("ksys_read", 0))
+    return td.write(path)
+
+
 if __name__ == "__main__":
     kind = sys.argv[2] if len(sys.argv) > 2 else "deferred"
     {"deferred": deferred, "variant": lambda p: deferred(p, True), "userstack": userstack,
-     "instances": instances}[kind](sys.argv[1])
+     "instances": instances, "missed": missed_per_cpu}[kind](sys.argv[1])

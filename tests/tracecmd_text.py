@@ -54,6 +54,31 @@ def parse(text):
     return events
 
 
+def split_buffers(text, instances):
+    """{buffer: its lines} of a report of a file with instances: trace-cmd prefixes an instance's
+    lines with its name, right-aligned (``" inst: "``), the top buffer's with as many blanks; a
+    dropped-events notice of an instance carries the prefix, the event after it does not."""
+    width = max(len(n) for n in instances) + 2
+    out = {"top": [], **{n: [] for n in instances}}
+    last, carry = "top", None
+    for line in text.splitlines():
+        if line.startswith("cpus=") or not line:
+            continue
+        prefix = line[:width].strip()
+        name = prefix[:-1] if prefix.endswith(":") and prefix[:-1] in instances else None
+        body = line[width:] if name else line
+        if DROPPED.match(body.strip()):
+            carry = name or "top"
+            out[carry].append(body.strip())
+        elif HEAD.match(body):
+            last = name or carry or "top"
+            carry = None
+            out[last].append(body)
+        else:                                   # a continuation line of the last event
+            out[last].append(line)
+    return {k: "\n".join(v) + "\n" for k, v in out.items()}
+
+
 def need_trace_cmd():
     tool = shutil.which("trace-cmd")
     if tool is None:

@@ -199,7 +199,7 @@ class Trace:
         """What reader.FtraceFeed wants to know of the file: long size, and the peek at each
         CPU's next record (every buffer's CPUs)."""
         return {"long_size": self.long_size, "peek": self.peek,
-                "cpus": max(h.cpus for h in self.handles.values())}
+                "cpus": max(h.cpus for h in self.handles.values()), "buffers": self.buffers}
 
     @property
     def buffers(self):

@@ -19,7 +19,7 @@ import sys
 from ..errors import DeferstitchError
 from ..model import STITCHED
 from ..output.atomic import Output
-from ..output.tables import render
+from ..output.tables import render, table
 from ..stitcher import DEFAULT_MAX_PENDING
 from .bridge import Trace
 from .outputs import Flame, Folded, Namer, Script
@@ -82,6 +82,7 @@ def cmd_trace(args):
             print(json.dumps(rep.to_json(), indent=1))
         else:
             sys.stdout.write(render(rep, title))
+            sys.stdout.write(buffers_table(rep))
             unnamed = rep.extra.get("unnamed_user_frames")
             if unnamed:
                 sys.stdout.write("\nuser frames left unnamed (printed as path+0xoffset): %d (%s)\n" % (
@@ -103,6 +104,20 @@ def cmd_trace(args):
     if err is not None:                     # the good part is written; exit 2
         raise err
     return 0
+
+
+def buffers_table(rep):
+    """A row per trace buffer (top, then each ``-B`` instance) when the file has instances:
+    its stitching is its own (reader.py), and the tables above add the buffers up (their CPU
+    numbers too)."""
+    bufs = rep.extra.get("buffers") or {}
+    if len(bufs) < 2:
+        return ""
+    reasons = sorted({r for b in bufs.values() for r in b["unmatched"]})
+    rows = [[name, b["samples"], b["stitched"], b["passed"]] + [b["unmatched"].get(r, 0) for r in reasons]
+            + [b["deferred_records"], b["lost_records"]] for name, b in bufs.items()]
+    return "\n" + table(rows, ["buffer", "samples", "stitched", "passed"] + reasons
+                        + ["stacks", "missed-event notices"]) + "\n"
 
 
 def _report(path, args, timeline=None):

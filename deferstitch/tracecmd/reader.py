@@ -140,10 +140,11 @@ class FtraceFeed:
     outcome is final (at its user_unwind_stack for stitched ones); ``stack(ev, stitched, frames)``
     at each user_unwind_stack with the samples it served and its (path, offset) frames; ``sample(sample)`` in time order.
     ``peek(buffer, cpu)``: (ts, missed) of that CPU's next record, not yet fed (bridge.Trace.peek),
-    ``cpus`` of each buffer: with them, a loss reported at a CPU's next page counts already."""
+    ``cpus`` of each buffer: with them, a loss reported at a CPU's next page counts already;
+    ``buffers``: the file's buffer names (bridge.Trace.feed_args gives all three)."""
 
     def __init__(self, resolved=None, sample=None, stack=None, max_pending=DEFAULT_MAX_PENDING,
-                 exit_grace=DEFAULT_EXIT_GRACE, long_size=8, peek=None, cpus=0):
+                 exit_grace=DEFAULT_EXIT_GRACE, long_size=8, peek=None, cpus=0, buffers=()):
         self.on_resolved, self.on_sample, self.on_stack = resolved, sample, stack
         self.report = StitchReport()
         self.report.source = "ftrace"
@@ -155,6 +156,8 @@ class FtraceFeed:
         self.last = {}              # (buffer, cpu) -> time of the last record fed there
         self.windows = {}           # buffer -> [(a, b)]: events lost on a CPU between a and b
         self.entries = {}           # (buffer, tid) -> [[cookie, first time]]: its kernel entries
+        for buf in buffers:         # the file's order in the report: top, then the instances
+            self._stitcher(buf)
         self.no_vma = (1 << (8 * long_size)) - 1
         self.open = {}              # (buffer, cpu) -> [Pending], oldest first (at most MAX_NEST)
         self.paths = {}             # (inode or hash, dev or None) -> path

@@ -1,0 +1,144 @@
+"""trace-cmd record -B NAME: every buffer of a trace.dat is read, each stitched on its own; and
+missed events, per CPU and time, explain only the lost stacks they could have taken.
+
+Our synthetic files (tests/tracecmd_synth.py) are first read by the real trace-cmd 3.1.6 and
+3.4, which must find the same buffers, events and dropped-event notices as our bridge."""
+import json
+import re
+
+import pytest
+
+import tracecmd_synth as S
+from conftest import run_cli
+from tracecmd_text import parse, report, sid_report, split_buffers
+
+from deferstitch.model import DEFERRED_LOST, DEFERRED_LOST_AFTER_LOST, STITCHED
+from deferstitch.tracecmd.bridge import Trace
+from deferstitch.tracecmd.reader import FtraceFeed
+
+INSTANCES = ("inst", "lossy")
+
+
+@pytest.fixture(scope="module")
+def inst_file(tmp_path_factory):
+    return S.instances(tmp_path_factory.mktemp("buffers") / "instances.dat")
+
+
+def ours(path):
+    """{buffer: [(name, pid, cpu, missed)]} as our bridge reads them."""
+    out = {}
+    with Trace(path) as trace:
+        assert trace.buffers == ["top", *INSTANCES]
+        for ev in trace:
+            out.setdefault(ev.buffer, []).append((ev.name, ev.pid, ev.cpu, ev.missed))
+    return out
+
+
+def theirs(text):
+    """The same, from trace-cmd report's text."""
+    return {b: [(e.name, e.pid, e.cpu, e.dropped or 0) for e in parse(t)]
+            for b, t in split_buffers(text, INSTANCES).items()}
+
+
+def test_real_trace_cmd_finds_our_instances(inst_file):
+    """trace-cmd 3.1.6 and 3.4 read the BUFFER options and each instance's CPU data: the same
+    events per buffer, in the same order, with the same dropped-event notices as ours."""
+    mine = ours(inst_file)
+    assert {b: len(v) for b, v in mine.items()} == {"top": 27, "inst": 27, "lossy": 3}
+    assert theirs(report(inst_file)) == mine
+    text, _err = sid_report(inst_file)
+    assert theirs(text) == mine
+
+
+def test_each_buffer_is_stitched_on_its_own(inst_file):
+    """Per buffer, the counts of the scenario; the totals add them up; the cookie of pid 100 in
+    "lossy" is not served by the top buffer's stack for the same cookie."""
+    p = run_cli("trace", "report", inst_file, "--json", text=True)
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    bufs = d["ftrace"]["buffers"]
+    assert list(bufs) == ["top", *INSTANCES]
+    for name, want in S.INSTANCES_EXPECT.items():
+        got = {k: bufs[name][k] for k in want}
+        assert got == want, name
+        b = bufs[name]
+        assert b["samples"] == b["stitched"] + b["passed"] + sum(b["unmatched"].values())
+    for key in ("samples", "stitched", "passed", "deferred_records", "lost_records", "lost_events"):
+        assert d[key] == sum(b[key] for b in bufs.values()), key
+    assert d["conserved"]
+    lossy = [u for u in d["first_unmatched"] if u["reason"] == "stream-ended"]
+    assert [(u["tid"], u["cookie"]) for u in lossy] == [(S.W, S.C1)]
+
+
+def test_every_trace_command_reads_every_buffer(inst_file, tmp_path):
+    total = sum(e["samples"] for e in S.INSTANCES_EXPECT.values())
+    p = run_cli("trace", "folded", inst_file, text=True)
+    assert p.returncode == 0, p.stderr
+    assert sum(int(line.rsplit(" ", 1)[1]) for line in p.stdout.splitlines()) == total
+    p = run_cli("trace", "script", inst_file, "--no-symbols", text=True)
+    assert p.returncode == 0, p.stderr
+    heads = [b for b in p.stdout.split("\n\n") if b.strip()]
+    assert len(heads) == total
+    times = [float(re.search(r"\] +(\d+\.\d+): ", h)[1]) for h in heads]
+    assert times == sorted(times)                   # one time order across the buffers
+    p = run_cli("trace", "report", inst_file, text=True)
+    assert p.returncode == 0, p.stderr
+    rows = {line.split()[0]: line.split() for line in p.stdout.splitlines()
+            if line.split() and line.split()[0] in ("top", *INSTANCES)}
+    assert {b: int(r[1]) for b, r in rows.items()} == {b: e["samples"] for b, e in S.INSTANCES_EXPECT.items()}
+    svg = tmp_path / "f.svg"
+    p = run_cli("trace", "flamegraph", inst_file, "-o", svg, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "[user stack lost: stream-ended]" in svg.read_text()     # the "lossy" instance's
+
+
+def test_a_single_buffer_file_has_one_buffer_row(tmp_path):
+    p = run_cli("trace", "report", S.deferred(tmp_path / "d.dat"), "--json", text=True)
+    d = json.loads(p.stdout)
+    assert list(d["ftrace"]["buffers"]) == ["top"]
+    assert d["ftrace"]["buffers"]["top"]["samples"] == d["samples"]
+
+
+# -- missed events per CPU ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def missed_file(tmp_path_factory):
+    return S.missed_per_cpu(tmp_path_factory.mktemp("missed") / "missed.dat")
+
+
+def reasons(path, peek=True):
+    out = []
+    with Trace(path) as trace:
+        args = trace.feed_args()
+        if not peek:
+            args["peek"] = None
+        rep = FtraceFeed(sample=out.append, **args).run(trace)
+    assert rep.conserved()
+    return rep, {s.cookie: s.reason or s.outcome for s in out if s.cookie is not None}
+
+
+def test_real_trace_cmd_reads_the_missed_scenario(missed_file):
+    with Trace(missed_file) as trace:
+        mine = [(ev.name, ev.pid, ev.cpu, ev.missed) for ev in trace]
+    assert [(cpu, missed) for _n, _p, cpu, missed in mine if missed] == [(1, 4), (1, 2)]
+    for text in (report(missed_file), sid_report(missed_file)[0]):
+        assert [(e.name, e.pid, e.cpu, e.dropped or 0) for e in parse(text)] == mine
+
+
+def test_missed_events_explain_only_stacks_they_could_have_taken(missed_file):
+    """Losses on CPU 1 only; cookies pending on CPU 0 and CPU 1. A's and C's entries span a
+    loss (their stacks may have been written on CPU 1: tasks migrate), B's ended before it."""
+    rep, got = reasons(missed_file)
+    assert {c: got[c] for c in S.MISSED_REASONS} == S.MISSED_REASONS
+    assert got[S.CA2] == got[S.CB2] == got[S.CC2] == STITCHED
+    assert (rep.samples, rep.stitched, rep.passed) == (9, 3, 3)
+    assert dict(rep.unmatched) == {DEFERRED_LOST_AFTER_LOST: 2, DEFERRED_LOST: 1}
+    assert (rep.lost_records, rep.lost_events) == (2, 6)
+
+
+def test_a_loss_reported_after_the_stack_that_ends_the_wait(missed_file):
+    """C's first stack may be in CPU 1's second loss, which CPU 1 reports only at its next
+    record (12 ms), after C's next stack (10 ms) ended the wait: the peek at CPU 1's next page
+    knows it already; without it, that loss would come too late."""
+    _rep, got = reasons(missed_file, peek=False)
+    assert got[S.CC1] == DEFERRED_LOST
+    assert reasons(missed_file)[1][S.CC1] == DEFERRED_LOST_AFTER_LOST
