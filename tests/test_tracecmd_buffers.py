@@ -5,12 +5,13 @@ Our synthetic files (tests/tracecmd_synth.py) are first read by the real trace-c
 3.4, which must find the same buffers, events and dropped-event notices as our bridge."""
 import json
 import re
+import subprocess
 
 import pytest
 
 import tracecmd_synth as S
 from conftest import run_cli
-from tracecmd_text import parse, report, sid_report, split_buffers
+from tracecmd_text import need_trace_cmd, parse, report, sid_report, split_buffers
 
 from deferstitch.model import DEFERRED_LOST, DEFERRED_LOST_AFTER_LOST, STITCHED
 from deferstitch.tracecmd.bridge import Trace
@@ -48,6 +49,19 @@ def test_real_trace_cmd_finds_our_instances(inst_file):
     assert theirs(report(inst_file)) == mine
     text, _err = sid_report(inst_file)
     assert theirs(text) == mine
+
+
+def test_version_7_with_instances(inst_file, tmp_path):
+    """trace-cmd convert to v7 (sections, compressed): the same buffers, events and counts."""
+    tool = need_trace_cmd()
+    v7 = tmp_path / "v7.dat"
+    p = subprocess.run([tool, "convert", "-i", str(inst_file), "-o", str(v7), "--file-version", "7",
+                        "--compression", "any"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert v7.read_bytes()[:11] == b"\x17\x08\x44tracing7"
+    assert ours(v7) == ours(inst_file) == theirs(report(v7))
+    d6, d7 = (json.loads(run_cli("trace", "report", f, "--json", text=True).stdout) for f in (inst_file, v7))
+    assert d7["ftrace"]["buffers"] == d6["ftrace"]["buffers"]
 
 
 def test_each_buffer_is_stitched_on_its_own(inst_file):

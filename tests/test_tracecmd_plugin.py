@@ -63,7 +63,7 @@ def expected_blocks(path):
             if s.outcome == "stitched":
                 out[header(s).strip()] = ["\t%16x %s (%s)" % (n, sym_text(sym, o), dso)
                                           for n, sym, o, dso in namer.frames(s)]
-        FtraceFeed(sample=sample, long_size=trace.long_size).run(trace)
+        FtraceFeed(sample=sample, **trace.feed_args()).run(trace)
     return out
 
 
@@ -129,6 +129,31 @@ def test_trace_cmd_3_4_report_prints_stitched_stacks(plugin_dir, tmp_path, after
     plain, _err = sid_report(path, env=("HOME=/nonexistent",))
     assert "deferstitch plugin:" not in err, err
     check(text, plain, path, after)
+
+
+def test_plugin_prints_the_stacks_of_every_buffer(plugin_dir, tmp_path):
+    """A file with -B instances, through trace-cmd 3.1.6 and 3.4: each stitched event of every
+    buffer printed once, under its own buffer's user_unwind_stack; a line per buffer at the end."""
+    path = S.instances(tmp_path / "trace.dat")
+    local = tmp_path / "plugins"
+    shutil.copytree(plugin_dir, local)
+    rep, _t = run_feed(path)
+    texts = [sid_report(path, env=("HOME=/nonexistent", "TRACEEVENT_PLUGIN_DIR=%s" % local,
+                                   "DEFERSTITCH_PATH=%s" % ROOT))[0]]
+    if shutil.which("trace-cmd"):
+        texts.append(report(path, env=plain_env(TRACEEVENT_PLUGIN_DIR=str(plugin_dir))))
+    for text in texts:
+        _own, blocks, summary = split_plugin_lines(text)
+        assert text.count("\n  stitched ") == rep.stitched == 8
+        assert blocks == expected_blocks(path)
+        assert summary == unmatched_summary(rep).splitlines()
+        assert summary[-3:] == ["  buffer top: 8 events: 4 stitched, 1 passed, 3 unmatched",
+                                "  buffer inst: 8 events: 4 stitched, 1 passed, 3 unmatched",
+                                "  buffer lossy: 1 events: 0 stitched, 0 passed, 1 unmatched"]
+        lines = text.splitlines()       # inst's stack block follows inst's own stack line
+        i = next(i for i, l in enumerate(lines) if l.startswith(" inst:") and "user_unwind_stack:" in l
+                 and "0x500000001" in l)
+        assert lines[i + 5].startswith("  stitched workload     100 [000]     5.050000: ")
 
 
 def test_plugin_on_a_trace_without_deferred_stacks(plugin_dir):

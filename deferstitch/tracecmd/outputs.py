@@ -209,5 +209,11 @@ def unmatched_summary(rep):
     if rep.lost_records:
         lines.append("  missed events: %d times on a CPU, %d events counted"
                      % (rep.lost_records, rep.lost_events))
+    bufs = rep.extra.get("buffers") or {}
+    if len(bufs) > 1:                   # trace-cmd record -B: each buffer stitched on its own
+        for name, b in bufs.items():
+            lines.append("  buffer %s: %d events: %d stitched, %d passed, %d unmatched"
+                         % (name, b["samples"], b["stitched"], b["passed"],
+                            sum(b["unmatched"].values())))
     return "\n".join(lines)
 
