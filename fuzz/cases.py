@@ -43,7 +43,7 @@ def trace_case(data):
         _one_line(err, path)
         return None
     with trace:
-        feed = FtraceFeed(long_size=trace.long_size)
+        feed = FtraceFeed(**trace.feed_args())      # peeks at the CPUs as the CLI does
         try:
             for ev in trace:
                 feed.event(ev)

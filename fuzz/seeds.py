@@ -7,7 +7,7 @@ perf/  the first records of each real capture (../shared/captures/*/*.data, or
        DEFERSTITCH_SHARED/captures), rewritten by our writer so the attrs and features stay
        valid; the compressed capture keeps its first zstd containers; the pipe one is a prefix.
 trace/ the synthetic trace.dat files of tests/tracecmd_synth.py (deferred, variant,
-       userstack), and the real ftrace capture cut to its first pages: converted to
+       userstack, instances, missed), and the real ftrace capture cut to its first pages: converted to
        trace.dat v6 by ``trace-cmd convert`` (uncompressed: the page layout is what gets
        mutated) with kallsyms and printk formats dropped, so each case reads in milliseconds.
 A seed that cannot be made (no captures, no trace-cmd) is skipped with a line on stderr.
@@ -146,6 +146,8 @@ def trace_seeds(out):
     tracecmd_synth.deferred(str(out / "synth-deferred.dat"))
     tracecmd_synth.deferred(str(out / "synth-variant.dat"), True)
     tracecmd_synth.userstack(str(out / "synth-userstack.dat"))
+    tracecmd_synth.instances(str(out / "synth-instances.dat"))        # BUFFER options (-B)
+    tracecmd_synth.missed_per_cpu(str(out / "synth-missed.dat"))      # missed events, peeks
     src = CAPTURES / "ftrace" / "trace-userstacktrace.dat"
     if not src.exists() or shutil.which("trace-cmd") is None:
         sys.stderr.write("seeds: %s or trace-cmd missing, real trace.dat seed skipped\n" % src)
