@@ -156,3 +156,39 @@ def test_a_loss_reported_after_the_stack_that_ends_the_wait(missed_file):
     _rep, got = reasons(missed_file, peek=False)
     assert got[S.CC1] == DEFERRED_LOST
     assert reasons(missed_file)[1][S.CC1] == DEFERRED_LOST_AFTER_LOST
+
+
+def test_old_loss_windows_are_forgotten_not_the_live_ones(tmp_path):
+    """1030 losses on CPU 1, a millisecond apart, each window 0.1 ms long. Task A's first entry
+    (cookie on CPU 0) spans some of them, task B's lies between two. The windows before every
+    waiting entry are dropped (memory stays bounded), those A needs are kept."""
+    td = S.TraceDat(2, [S.USER_UNWIND_COOKIE, S.USER_UNWIND_STACK], [S.GETPPID, S.WORK], S.COMMS)
+    ms, us = S.MS, S.MS // 1000
+
+    def work(ts):
+        td.event(1, ts, S.WORK, S.KW, work=1, function=S.kaddr("ksys_read", 0))
+
+    def traced(ts, task, cookie):
+        td.event(0, ts, S.GETPPID, task, __syscall_nr=110)
+        td.event(0, ts, S.USER_UNWIND_COOKIE, task, cookie=cookie)
+
+    for i in range(1, 1031):
+        td.drop(1, S.T0 + i * ms, 1)         # lost after the work at (i - 1) ms + 900 us
+        work(S.T0 + i * ms)
+        work(S.T0 + i * ms + 900 * us)
+    t = S.T0 + 1000 * ms
+    traced(t + 100 * us, S.A, S.CA1)
+    traced(t + 200 * us, S.B, S.CB1)
+    traced(t + 500 * us, S.B, S.CB2)         # B's first entry: 200-500 us, no loss then
+    traced(t + 5 * ms + 100 * us, S.A, S.CA2)
+    for task, cookie in ((S.A, S.CA2), (S.B, S.CB2)):
+        td.event(0, t + 40 * ms, S.USER_UNWIND_STACK, task, cookie=cookie, stack=[0x1139],
+                 inodes=[0], dev=[0])
+    out = []
+    with Trace(td.write(tmp_path / "many.dat")) as trace:
+        feed = FtraceFeed(sample=out.append, **trace.feed_args())
+        rep = feed.run(trace)
+    got = {s.cookie: s.reason for s in out if s.cookie in (S.CA1, S.CB1)}
+    assert got == {S.CA1: DEFERRED_LOST_AFTER_LOST, S.CB1: DEFERRED_LOST}
+    assert rep.lost_records == 1030 and rep.conserved()
+    assert len(feed.windows["top"]) < 100

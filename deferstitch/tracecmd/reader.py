@@ -154,8 +154,10 @@ class FtraceFeed:
         self.buffers = {}           # buffer -> _BufferCounts
         self.peek, self.cpus = peek, cpus
         self.last = {}              # (buffer, cpu) -> time of the last record fed there
-        self.windows = {}           # buffer -> [(a, b)]: events lost on a CPU between a and b
+        self.windows = {}           # buffer -> [(b, a)]: events lost on a CPU after a, before b
         self.entries = {}           # (buffer, tid) -> [[cookie, first time]]: its kernel entries
+        self._prune_at = {}         # buffer -> windows kept before the old ones are pruned
+        self._peeked = (None, ())   # (stack, loss windows ending at the CPUs' next records)
         for buf in buffers:         # the file's order in the report: top, then the instances
             self._stitcher(buf)
         self.no_vma = (1 << (8 * long_size)) - 1
@@ -189,7 +191,9 @@ class FtraceFeed:
             st.lost(1, max(ev.missed, 0))
             counts = self.buffers[buf]
             counts.lost_records += 1
-            self.windows[buf].append((self.last.get(cpu), ev.ts))
+            self.windows[buf].append((ev.ts, self.last.get(cpu)))
+            if len(self.windows[buf]) > self._prune_at[buf]:
+                self._prune(buf)
             if ev.missed > 0:
                 self.missed_events += ev.missed
                 counts.lost_events += ev.missed
@@ -251,6 +255,7 @@ class FtraceFeed:
             st = self.stitchers[buf] = _BufferStitcher(self, buf, **self._stitcher_args)
             self.buffers[buf] = _BufferCounts()
             self.windows[buf] = []
+            self._prune_at[buf] = 1024
         return st
 
     # -- missed events: which lost stacks they can explain (module docstring) ---------------
@@ -259,17 +264,44 @@ class FtraceFeed:
         later kernel entry of its task, has. After-lost-records only if a loss window of a CPU
         of its buffer meets the span its stack was written in."""
         lo, hi = self._entry_span(buf, s, d)
-        for a, b in self.windows[buf]:
+        windows = self.windows[buf]
+        # (end, start) pairs, in the order of their ends (marks come in time order)
+        for _b, a in windows[bisect.bisect_left(windows, (lo,)):]:
+            if a is None or a <= hi:
+                return DEFERRED_LOST_AFTER_LOST
+        for a, b in self._coming(buf, d):
             if (a is None or a <= hi) and b >= lo:
                 return DEFERRED_LOST_AFTER_LOST
-        if self.peek is not None:
+        return DEFERRED_LOST
+
+    def _coming(self, buf, d):
+        """The loss windows that end at a CPU's next record (its page says events were lost
+        before it), peeked once per stack d."""
+        if self.peek is None:
+            return ()
+        if self._peeked[0] is not d:
+            found = []
             for cpu in range(self.cpus):
                 nxt = self.peek(buf, cpu)
                 if nxt is not None and nxt[1]:
-                    a = self.last.get((buf, cpu))
-                    if (a is None or a <= hi) and nxt[0] >= lo:
-                        return DEFERRED_LOST_AFTER_LOST
-        return DEFERRED_LOST
+                    found.append((self.last.get((buf, cpu)), nxt[0]))
+            self._peeked = (d, found)
+        return self._peeked[1]
+
+    def _prune(self, buf):
+        """Forget the loss windows that end before anything that may still ask began: a pending
+        sample, an event still open, the latest kernel entry of each task (bounds memory in a
+        trace that loses events often)."""
+        st, windows = self.stitchers[buf], self.windows[buf]
+        starts = [s.time for q in st.pending.values() for s in q]
+        starts += [p.ev.ts for (b, _cpu), q in self.open.items() if b == buf for p in q]
+        starts += [ent[-1][1] for (b, _tid), ent in self.entries.items() if b == buf and ent]
+        if starts:
+            windows = windows[bisect.bisect_left(windows, (min(starts),)):]
+        else:
+            windows = []
+        self.windows[buf] = windows
+        self._prune_at[buf] = 2 * len(windows) + 1024
 
     def _entry_span(self, buf, s, d):
         """(lo, hi): s's kernel entry began at lo (its first event); its task was in another
