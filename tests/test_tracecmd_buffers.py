@@ -5,6 +5,7 @@ Our synthetic files (tests/tracecmd_synth.py) are first read by the real trace-c
 3.4, which must find the same buffers, events and dropped-event notices as our bridge."""
 import json
 import re
+import struct
 import subprocess
 
 import pytest
@@ -192,3 +193,22 @@ def test_old_loss_windows_are_forgotten_not_the_live_ones(tmp_path):
     assert got == {S.CA1: DEFERRED_LOST_AFTER_LOST, S.CB1: DEFERRED_LOST}
     assert rep.lost_records == 1030 and rep.conserved()
     assert len(feed.windows["top"]) < 100
+
+
+@pytest.mark.parametrize("where", [0, 1, 8192, 1 << 62])
+def test_an_unreadable_instance_after_the_others(inst_file, tmp_path, where):
+    """A BUFFER option pointing at no CPU table: the other buffers are read and reported,
+    marked incomplete; one line naming the file and the instance; exit 2."""
+    data = bytearray(inst_file.read_bytes())
+    struct.pack_into("<Q", data, data.index(b"inst\0") - 8, where)
+    bad = tmp_path / "bad.dat"
+    bad.write_bytes(bytes(data))
+    p = run_cli("trace", "report", bad, "--json", text=True)
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith("deferstitch: %s: " % bad)
+    assert "'inst'" in p.stderr and "Traceback" not in p.stderr
+    d = json.loads(p.stdout)
+    assert d["complete"] is False and d["conserved"]
+    assert {b: v["samples"] for b, v in d["ftrace"]["buffers"].items()} == {"top": 8, "lossy": 1}
+    p = run_cli("trace", "folded", bad, text=True)
+    assert p.returncode == 2 and p.stdout                          # the good part is written

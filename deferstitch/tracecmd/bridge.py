@@ -21,6 +21,7 @@ import heapq
 import struct
 
 from . import _ffi
+from ..errors import FormatError
 from ._ffi import (TEP_FIELD_IS_ARRAY, TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATIVE,
                    TEP_FIELD_IS_SIGNED, TEP_FIELD_IS_STRING)
 
@@ -188,9 +189,13 @@ class Trace:
         self.formats_not_parsed = self._h.formats_not_parsed
         # buffer name -> handle: the top buffer, then the instances in the file's order
         self.handles = {TOP: self._h}
+        self.unreadable = []        # FormatErrors of instances libtracecmd could not open
         try:
             for i, name in enumerate(self._h.instance_names()):
-                self.handles[name] = _ffi.Handle(self.path, parent=self._h, index=i)
+                try:
+                    self.handles[name] = _ffi.Handle(self.path, parent=self._h, index=i)
+                except FormatError as err:      # the other buffers are still read, then this
+                    self.unreadable.append(err)
         except BaseException:
             self.close()
             raise
@@ -232,11 +237,14 @@ class Trace:
 
     def __iter__(self):
         if len(self.handles) == 1:
-            return self._events(TOP, self._h)
-        # time order across buffers too, as trace-cmd report merges its handles (equal times:
-        # the top buffer first, then the instances in the file's order)
-        return heapq.merge(*(self._events(name, h) for name, h in self.handles.items()),
-                           key=lambda ev: ev.ts)
+            yield from self._events(TOP, self._h)
+        else:
+            # time order across buffers too, as trace-cmd report merges its handles (equal
+            # times: the top buffer first, then the instances in the file's order)
+            yield from heapq.merge(*(self._events(name, h) for name, h in self.handles.items()),
+                                   key=lambda ev: ev.ts)
+        if self.unreadable:         # what could be read was; the file is still damaged
+            raise self.unreadable[0]
 
     def _events(self, buffer, h):
         types, comm = self.types, self._h.comm
