@@ -11,7 +11,9 @@ Usage:
 
 Deferred user stacks (ftrace option userstacktrace_delay) are stitched by the shared core; the
 synchronous user stacks of today's kernels (trace-cmd record -O userstacktrace) are paired with
-their events the same way, so the outputs are the same either way.
+their events the same way, so the outputs are the same either way. Every buffer of the file is
+read (the top one and each ``trace-cmd record -B NAME`` instance), each stitched on its own;
+report adds a row per buffer.
 """
 import json
 import sys
