@@ -165,6 +165,7 @@ def _finish_engine(run, out, mode, tick, error=None):
     if mode == engine.MODE_FILE:
         for t, n in run.dropped.items():
             out.writer.dropped[t] = out.writer.dropped.get(t, 0) + n
+        out.truncated, out.truncated_frames = run.truncated
     out.report = rep
     out.close()
     if tick is not None:
