@@ -47,7 +47,7 @@ class StitchedFile:
         self.perf = perf
         self.report = None          # set by the caller before close()
         self.endian = perf.endian
-        self.writer = PerfWriter(f, perf.endian, compat=compat)
+        self.writer = PerfWriter(f, perf.endian, compat=compat, entries=perf.evlist.entries)
         self.rewritten = 0
         self.truncated = self.truncated_frames = 0    # stitched samples cut to fit 64 KiB
 
