@@ -185,3 +185,24 @@ def test_default_symbol_sources_as_folded_finds_them(tmp_path, inputs):
     res = run_cli("fleet", *good[:2], "-o", out, "--workers", 1)
     assert res.returncode == 0, res.stderr
     assert folded_lines(out.read_text()) == sequential(good[:2], [])
+
+
+def test_address_stacks_are_fed_alike_by_the_engine_and_the_python_path(monkeypatch):
+    """AddressStacks takes resolved samples; its record/sample/close do nothing (output/sink.py),
+    yet it is no pipeline.Null: the engine must feed it events, and the same as the Python path."""
+    from deferstitch import fleet
+    from deferstitch.perfdata import engine
+    from deferstitch.stitcher import DEFAULT_MAX_PENDING
+    if not engine.available():
+        pytest.skip("the C engine is not built: apt-get install gcc libpython3-dev; pip install -e .")
+    path, _ = capture("b_per_task")
+    opts = {"symbols": False, "kallsyms": None, "symfs": False, "weight": "samples",
+            "max_pending": DEFAULT_MAX_PENDING}
+    got = {}
+    for mode in ("0", "require"):
+        monkeypatch.setenv("DEFERSTITCH_ACCEL", mode)
+        rows, _js, got[mode] = fleet.stitch_input(str(path), opts)
+        assert rows[0]["error"] is None, rows
+    assert got["0"] == got["require"]
+    assert sum(got["0"].values()) == rows[0]["samples"] > 100
+
