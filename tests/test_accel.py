@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import CAPTURES, SCENARIOS, SHARED, capture, run_cli
-from synth import BASIC, K, Synth, make_attr
+from synth import BASIC, K, Synth, make_attr, oversized
 from deferstitch import cli
 from deferstitch.abi import consts as C
 from deferstitch.errors import DeferstitchError
@@ -230,17 +230,9 @@ def test_a_stitched_sample_past_64_kib_keeps_the_user_frames_that_fit(tmp_path):
     the sample with its innermost user frames that fit (as perf's max_stack cuts a chain), the
     same bytes, and count the cut; a user stack that fits exactly is whole. The big sample waits
     behind one that never resolves, so it is written at the end of the stream."""
-    user = [0x400000 + 16 * i for i in range(500)]
-    kernel = [C.PERF_CONTEXT_KERNEL] + [0xffffffff81000000 + 16 * i for i in range(8000)]
-    # fits exactly: header, IP, TID, TIME, PERIOD (40 bytes) + nr + 8 * (kernel + 1 + 50) <= 65535
-    exact = [C.PERF_CONTEXT_KERNEL] + [0xffffffff82000000 + 16 * i for i in range((65535 - 48) // 8 - 52)]
-    s = Synth()
-    s.sample(9, 50, cookie=0x9)                     # never resolved: holds the others back
-    s.sample(10, 100, kernel=kernel, cookie=0xA)
-    s.sample(11, 110, kernel=exact, cookie=0xB)
-    s.deferred(10, 200, 0xA, user)
-    s.deferred(11, 210, 0xB, user[:50])
-    path = s.save(tmp_path / "big.data")
+    path, chains_in = oversized(tmp_path / "big.data")
+    kernel, user = chains_in[10]
+    exact = chains_in[11][0]
     out = str(tmp_path / "st.data")
     py, fast = both(["stitch", path, "-o", out], out)
     assert_same(py, fast)
