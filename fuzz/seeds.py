@@ -5,7 +5,8 @@ Usage:
 
 perf/  the first records of each real capture (../shared/captures/*/*.data, or
        DEFERSTITCH_SHARED/captures), rewritten by our writer so the attrs and features stay
-       valid (tests/cuts.py, as tests/test_fuzz.py cuts its seeds); the compressed capture keeps its first zstd containers; the pipe one is a prefix.
+       valid (tests/cuts.py, as tests/test_fuzz.py cuts its seeds); the compressed capture
+       keeps its first zstd containers; the pipe one is a prefix.
 trace/ the synthetic trace.dat files of tests/tracecmd_synth.py (deferred, variant,
        userstack), and the real ftrace capture cut to its first pages: converted to
        trace.dat v6 by ``trace-cmd convert`` (uncompressed: the page layout is what gets
