@@ -252,7 +252,7 @@ typedef struct {
     size_t *aslot; size_t acap;     /* open addressing over aggs: index + 1, 0 empty */
     uint64_t *scratch; size_t scap;
     uint64_t dropped[65536];
-    uint64_t rewritten;
+    uint64_t rewritten, truncated, truncated_frames;   /* truncated: stitched samples cut to fit */
     int failed, finished, flushed;
     int decode_damage;          /* the error came from the Python decoders (see damaged()) */
 } Engine;
@@ -842,14 +842,19 @@ static int out_sample(Engine *e, Samp *s) {
         if (s->outcome == K_PASSED) {
             rc = out_put(e, r->data, r->size);
         } else {
-            uint64_t un = s->outcome == K_STITCHED ? 1 + (uint64_t)s->user->n : 0;
-            uint64_t nr = s->knr + un;
-            size_t size = s->chain_off + 8 + 8 * nr + (r->size - s->chain_end);
-            if (size > 0xFFFF) {
-                uint64_t at = r->offset;
-                samp_free(s);
-                FAIL(e, "SAMPLE: stitched sample exceeds the 64 KiB record limit", at);
+            /* the user frames that fit the u16 record size, innermost first (user_room) */
+            size_t base = s->chain_off + 8 + 8 * (size_t)s->knr + (r->size - s->chain_end);
+            uint64_t keep = s->outcome == K_STITCHED ? (uint64_t)s->user->n : 0;
+            uint64_t room = base < 0xFFFF ? (0xFFFF - base) / 8 : 0;
+            if (keep && keep + 1 > room) {
+                uint64_t fit = room > 1 ? room - 1 : 0;
+                e->truncated++;
+                e->truncated_frames += keep - fit;
+                keep = fit;
             }
+            uint64_t un = keep ? 1 + keep : 0;
+            uint64_t nr = s->knr + un;
+            size_t size = base + 8 * un;
             if (reserve(&e->out, &e->out_cap, e->out_len + size) < 0) { samp_free(s); return -1; }
             unsigned char *p = e->out + e->out_len;
             memcpy(p, r->data, s->chain_off);
@@ -859,7 +864,7 @@ static int out_sample(Engine *e, Samp *s) {
             if (un) {
                 uint64_t user = CTX_USER;
                 memcpy(q, &user, 8);
-                memcpy(q + 8, s->user->frames, 8 * (size_t)s->user->n);
+                memcpy(q + 8, s->user->frames, 8 * (size_t)keep);
                 q += 8 * un;
             }
             memcpy(q, r->data + s->chain_end, r->size - s->chain_end);
@@ -1500,7 +1505,7 @@ static PyObject *Engine_state(Engine *e, PyObject *noarg) {
     PyObject *unm = PyTuple_New(NKEYS);
     for (int k = 0; unm && k < NKEYS; k++) PyTuple_SET_ITEM(unm, k, PyLong_FromUnsignedLongLong(e->unmatched[k]));
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:O,s:O}",
+        "{s:K,s:K,s:K,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:O,s:O}",
         "samples", e->samples, "stitched", e->stitched, "stitched_after_stack", e->after_stack,
         "passed", e->passed, "unmatched", unm, "deferred_records", e->deferred_records,
         "duplicate_deferred", e->duplicates, "orphan_deferred", e->orphans,
@@ -1512,6 +1517,7 @@ static PyObject *Engine_state(Engine *e, PyObject *noarg) {
         "unordered", e->unordered, "max_queued", e->max_queued_seen,
         "forced_flushes", e->forced_flushes, "rounds", e->rounds,
         "deferred_without_tid", e->deferred_without_tid, "rewritten", e->rewritten,
+        "truncated", e->truncated, "truncated_frames", e->truncated_frames,
         "comms", e->comms, "big_counts", e->big_counts);
 }
 

@@ -120,10 +120,12 @@ def cmd_stitch(args):
         # containers and pipe-only records live on as their contents / header sections
         dropped = ", ".join("%d %s" % (n, C.record_name(t)) for t, n in sorted(out.writer.dropped.items())
                             if t not in PIPE_ONLY)
+        cut = ("; %d stitched samples cut to fit perf's 64 KiB record size (%d user frames left out)"
+               % (out.truncated, out.truncated_frames) if out.truncated else "")
         sys.stderr.write("deferstitch: %d samples: %d stitched (%d after their stack), %d passed, "
-                         "%d unmatched%s\n" % (rep.samples, rep.stitched, rep.stitched_after_stack,
-                                               rep.passed, rep.total_unmatched,
-                                               "; left out " + dropped if dropped else ""))
+                         "%d unmatched%s%s\n" % (rep.samples, rep.stitched, rep.stitched_after_stack,
+                                                 rep.passed, rep.total_unmatched,
+                                                 "; left out " + dropped if dropped else "", cut))
     if err is not None:
         raise err
     return 0

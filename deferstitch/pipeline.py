@@ -13,24 +13,16 @@ import time
 
 from .errors import DeferstitchError, FormatError
 from .output.perf_records import PerfContext
+from .output.sink import Sink
 from .output.stitched_file import StitchedFile
 from .perfdata import engine
 from .perfdata.feed import PerfFeed
 from .perfdata.reader import PerfData
 
 
-class Null:
+class Null(Sink):
     """An output that writes nothing: report only."""
     report = None
-
-    def record(self, rec):
-        pass
-
-    def sample(self, s):
-        pass
-
-    def close(self):
-        pass
 
 
 class Progress:
@@ -165,6 +157,7 @@ def _finish_engine(run, out, mode, tick, error=None):
     if mode == engine.MODE_FILE:
         for t, n in run.dropped.items():
             out.writer.dropped[t] = out.writer.dropped.get(t, 0) + n
+        out.truncated, out.truncated_frames = run.truncated
     out.report = rep
     out.close()
     if tick is not None:

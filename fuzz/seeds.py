@@ -5,7 +5,8 @@ Usage:
 
 perf/  the first records of each real capture (../shared/captures/*/*.data, or
        DEFERSTITCH_SHARED/captures), rewritten by our writer so the attrs and features stay
-       valid; the compressed capture keeps its first zstd containers; the pipe one is a prefix.
+       valid (tests/cuts.py, as tests/test_fuzz.py cuts its seeds); the compressed capture
+       keeps its first zstd containers; the pipe one is a prefix.
 trace/ the synthetic trace.dat files of tests/tracecmd_synth.py (deferred, variant,
        userstack, instances, missed), and the real ftrace capture cut to its first pages: converted to
        trace.dat v6 by ``trace-cmd convert`` (uncompressed: the page layout is what gets
@@ -24,39 +25,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from deferstitch.abi import consts as C                    # noqa: E402
-from deferstitch.perfdata.reader import PerfData           # noqa: E402
-from deferstitch.perfdata.writer import PerfWriter         # noqa: E402
+from cuts import cut_perf                                   # noqa: E402  (tests/cuts.py)
 
 SHARED = Path(os.environ.get("DEFERSTITCH_SHARED", ROOT.parent / "shared"))
 CAPTURES = SHARED / "captures"
 PERF_CUTS = {"a_per_task/per-task.data": 200, "two_events_cpu_task/two.data": 800,
              "lost_per_task/lost.data": 300, "syswide/syswide.data": 700}
 PAGES = 3                       # ring-buffer pages kept per CPU of the real trace.dat
-
-
-class _KeepContainers(PerfWriter):
-    """Our writer, copying COMPRESSED(2) containers as they are (a compressed seed)."""
-
-    def keep(self, rtype):
-        return rtype in (C.PERF_RECORD_COMPRESSED, C.PERF_RECORD_COMPRESSED2) or super().keep(rtype)
-
-
-def cut_perf(src, dst, first, compressed=False):
-    """The first ``first`` records of ``src`` as a valid file-mode perf.data."""
-    with PerfData.open(str(src)) as p, open(dst, "w+b") as f:
-        w = (_KeepContainers if compressed else PerfWriter)(f, p.endian)
-        n = 0
-        for r in p.records():
-            if r.inner == compressed and r.inner:
-                continue                    # compressed seed: the containers, not their contents
-            if not compressed and r.type in (C.PERF_RECORD_COMPRESSED, C.PERF_RECORD_COMPRESSED2):
-                continue
-            w.write(r)
-            n += 1
-            if n >= first:
-                break
-        w.close(p.evlist.entries, p.features)
 
 
 def perf_seeds(out):

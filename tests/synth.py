@@ -131,3 +131,21 @@ class Synth:
                 w.write(r)
             w.close(self.evlist.entries, features or {})
         return path
+
+
+def oversized(path):
+    """A stream whose stitched samples reach perf's 64 KiB record size: tid 10's kernel part
+    (8000 frames) plus its 500 deferred user frames would pass it; tid 11's 50 user frames fill
+    its record exactly (65528 bytes); tid 9's sample never resolves and comes first, so the
+    others wait behind it to the end. Returns (path, {tid: (kernel chain, user frames)})."""
+    user = [0x400000 + 16 * i for i in range(500)]
+    big = [C.PERF_CONTEXT_KERNEL] + [0xffffffff81000000 + 16 * i for i in range(8000)]
+    # header, IP, TID, TIME, PERIOD (40 bytes) + nr + 8 * (kernel + PERF_CONTEXT_USER + 50) <= 65535
+    exact = [C.PERF_CONTEXT_KERNEL] + [0xffffffff82000000 + 16 * i for i in range((65535 - 48) // 8 - 52)]
+    s = Synth()
+    s.sample(9, 50, cookie=0x9)
+    s.sample(10, 100, kernel=big, cookie=0xA)
+    s.sample(11, 110, kernel=exact, cookie=0xB)
+    s.deferred(10, 200, 0xA, user)
+    s.deferred(11, 210, 0xB, user[:50])
+    return s.save(path), {9: (K, []), 10: (big, user), 11: (exact, user[:50])}

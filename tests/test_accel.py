@@ -11,6 +11,7 @@ engine hands to the Python decoders), on random synthetic streams that walk ever
 import contextlib
 import gzip
 import io
+import json
 import os
 import shutil
 import struct
@@ -24,11 +25,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import CAPTURES, SCENARIOS, SHARED, capture, run_cli
-from synth import BASIC, K, Synth, make_attr
+from synth import BASIC, K, Synth, make_attr, oversized
 from deferstitch import cli
 from deferstitch.abi import consts as C
 from deferstitch.errors import DeferstitchError
 from deferstitch.output.perf_script import PerfScript
+from deferstitch.output.stitched_file import REPORT_FEATURE
 from deferstitch.perfdata import engine
 from deferstitch.perfdata.feed import PerfFeed
 from deferstitch.perfdata.reader import PerfData
@@ -221,6 +223,38 @@ def test_no_undefined_behaviour_on_an_empty_container(tmp_path):
                        env=dict(os.environ, PYTHONPATH=str(tmp_path), DEFERSTITCH_ACCEL="1"))
     assert "runtime error" not in p.stderr, p.stderr
     assert p.returncode == 2 and "offset 0x114" in p.stderr, p.stderr
+
+
+def test_a_stitched_sample_past_64_kib_keeps_the_user_frames_that_fit(tmp_path):
+    """A kernel part near the u16 record limit plus a long deferred user stack: both paths write
+    the sample with its innermost user frames that fit (as perf's max_stack cuts a chain), the
+    same bytes, and count the cut; a user stack that fits exactly is whole. The big sample waits
+    behind one that never resolves, so it is written at the end of the stream."""
+    path, chains_in = oversized(tmp_path / "big.data")
+    kernel, user = chains_in[10]
+    exact = chains_in[11][0]
+    out = str(tmp_path / "st.data")
+    py, fast = both(["stitch", path, "-o", out], out)
+    assert_same(py, fast)
+    assert py[0] == 0, py[2]
+    kept = (0xFFFF - (40 + 8 + 8 * len(kernel))) // 8 - 1          # after PERF_CONTEXT_USER
+    assert "1 stitched samples cut to fit perf's 64 KiB record size (%d user frames left out)" \
+        % (len(user) - kept) in py[2], py[2]
+    stitched = tmp_path / "again.data"
+    stitched.write_bytes(py[3])
+    with PerfData.open(str(stitched)) as perf:
+        chains = {}
+        for rec in perf.records():
+            if rec.type == C.PERF_RECORD_SAMPLE:
+                sm = perf.evlist.for_sample(rec.data).layout.parse(rec.data)
+                assert len(rec.data) <= 0xFFFF
+                chains[sm.tid] = list(sm.callchain)
+        carried = json.loads(bytes(perf.features[REPORT_FEATURE]).decode())
+    assert chains[10] == kernel + [C.PERF_CONTEXT_USER] + user[:kept]
+    assert chains[11] == exact + [C.PERF_CONTEXT_USER] + user[:50]
+    assert chains[9] == K
+    assert carried["stitched"] == 2 and carried["unmatched"] == {"stream-ended": 1}
+    assert carried["perf"]["truncated_user_stacks"] == {"samples": 1, "frames": len(user) - kept}
 
 
 # -- random synthetic streams through every cookie rule ----------------------------------------

@@ -185,3 +185,72 @@ def test_default_symbol_sources_as_folded_finds_them(tmp_path, inputs):
     res = run_cli("fleet", *good[:2], "-o", out, "--workers", 1)
     assert res.returncode == 0, res.stderr
     assert folded_lines(out.read_text()) == sequential(good[:2], [])
+
+
+def test_address_stacks_are_fed_alike_by_the_engine_and_the_python_path(monkeypatch):
+    """AddressStacks takes resolved samples; its record/sample/close do nothing (output/sink.py),
+    yet it is no pipeline.Null: the engine must feed it events, and the same as the Python path."""
+    from deferstitch import fleet
+    from deferstitch.perfdata import engine
+    from deferstitch.stitcher import DEFAULT_MAX_PENDING
+    if not engine.available():
+        pytest.skip("the C engine is not built: apt-get install gcc libpython3-dev; pip install -e .")
+    path, _ = capture("b_per_task")
+    opts = {"symbols": False, "kallsyms": None, "symfs": False, "weight": "samples",
+            "max_pending": DEFAULT_MAX_PENDING}
+    got = {}
+    for mode in ("0", "require"):
+        monkeypatch.setenv("DEFERSTITCH_ACCEL", mode)
+        rows, _js, got[mode] = fleet.stitch_input(str(path), opts)
+        assert rows[0]["error"] is None, rows
+    assert got["0"] == got["require"]
+    assert sum(got["0"].values()) == rows[0]["samples"] > 100
+
+
+def test_fsspec_urls_are_fetched_and_read_like_the_files(tmp_path, monkeypatch):
+    """INPUTS may be fsspec URLs: a glob over fsspec's memory:// file system expands to each
+    file, each is fetched into a temporary file (removed after) and stitched exactly as the
+    local file; a URL that cannot be fetched is that input's own error."""
+    fsspec = pytest.importorskip("fsspec", reason="fsspec not installed: pip install 'deferstitch[fleet]'")
+    import tempfile
+    from deferstitch import fleet
+    from deferstitch.stitcher import DEFAULT_MAX_PENDING
+    opts = {"symbols": False, "kallsyms": None, "symfs": False, "weight": "samples",
+            "max_pending": DEFAULT_MAX_PENDING}
+    fs = fsspec.filesystem("memory")
+    local = {}
+    for scenario in ("a_per_task", "lost_per_task"):
+        path, _ = capture(scenario)
+        local["%s.data" % scenario] = path
+        fs.pipe("/deferstitch-test/%s.data" % scenario, path.read_bytes())
+    try:
+        urls = fleet.expand(["memory://deferstitch-test/*.data"])
+        assert sorted(u.rsplit("/", 1)[1] for u in urls) == sorted(local) and \
+            all(u.startswith("memory://") for u in urls)
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+        for url in urls:
+            rows, js, stacks = fleet.stitch_input(url, opts)
+            assert rows[0]["error"] is None and rows[0]["path"] == url, rows
+            want_rows, want_js, want = fleet.stitch_input(str(local[url.rsplit("/", 1)[1]]), opts)
+            assert stacks == want and sum(stacks.values()) > 100
+            assert js == want_js
+        assert list(tmp_path.iterdir()) == []          # each fetched copy is removed
+        rows, js, stacks = fleet.stitch_input("memory://deferstitch-test/missing.data", opts)
+        assert rows[0]["error"] and js is None and not stacks
+    finally:
+        fs.rm("/deferstitch-test", recursive=True)
+
+
+def test_a_url_input_is_fetched_by_the_worker(tmp_path):
+    """The CLI on a URL (fsspec's local:// protocol: a worker process can open it, unlike
+    memory://): the worker fetches it, and the folded lines equal `deferstitch folded` on it."""
+    pytest.importorskip("fsspec", reason="fsspec not installed: pip install 'deferstitch[fleet]'")
+    path, _ = capture("b_per_task")
+    shutil.copy(path, tmp_path / "b.data")
+    out, rep = tmp_path / "url.folded", tmp_path / "url.json"
+    res = run_cli("fleet", "local://%s/*.data" % tmp_path, "-o", out, "--report", rep,
+                  "--workers", 1, "--no-symbols")
+    assert res.returncode == 0, res.stderr
+    assert folded_lines(out.read_text()) == sequential([path], ["--no-symbols"])
+    row, = json.loads(rep.read_text())["inputs"]
+    assert row["path"] == "file://%s/b.data" % tmp_path and row["error"] is None

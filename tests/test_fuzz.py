@@ -34,13 +34,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import capture
+from cuts import cut_perf
 from synth import K, Synth
 from deferstitch import cli
 from deferstitch.abi import consts as C
 from deferstitch.errors import FormatError
 from deferstitch.perfdata.feed import PerfFeed
 from deferstitch.perfdata.reader import PerfData
-from deferstitch.perfdata.writer import PerfWriter
 
 TOTAL = int(os.environ.get("DEFERSTITCH_FUZZ_EXAMPLES", "0") or 0)
 LONG = TOTAL > 0
@@ -49,30 +49,6 @@ SEEDS = ["a_per_task", "two_events_cpu_task", "lost_per_task", "pipe", "compress
 PER_SEED = -(-TOTAL // len(SEEDS)) if LONG else 100
 WORK = Path(tempfile.mkdtemp(prefix="deferstitch-fuzz-"))
 atexit.register(shutil.rmtree, WORK, True)
-
-
-class _KeepContainers(PerfWriter):
-    """Our writer, but COMPRESSED(2) containers are copied as they are (a compressed seed)."""
-
-    def keep(self, rtype):
-        return rtype in (C.PERF_RECORD_COMPRESSED, C.PERF_RECORD_COMPRESSED2) or super().keep(rtype)
-
-
-def _cut(src, dst, first, stop=None, compressed=False):
-    """The first records of ``src`` (or up to ``stop(rec)``) as a valid file-mode perf.data."""
-    with PerfData.open(str(src)) as p, open(dst, "w+b") as f:
-        w = (_KeepContainers if compressed else PerfWriter)(f, p.endian)
-        n = 0
-        for r in p.records():
-            if r.inner == compressed and r.inner:
-                continue                       # compressed seed: the containers, not their contents
-            if not compressed and r.type in (C.PERF_RECORD_COMPRESSED, C.PERF_RECORD_COMPRESSED2):
-                continue
-            w.write(r)
-            n += 1
-            if (stop is None and n >= first) or (stop is not None and stop(r, n)):
-                break
-        w.close(p.evlist.entries, p.features)
 
 
 _seed_cache = {}
@@ -102,7 +78,7 @@ def seed(name):
         path.write_bytes(src.read_bytes()[:ends[min(400, len(ends) - 1)]])
     elif name == "compressed":
         src, _ = capture("compressed")
-        _cut(src, path, 0, stop=lambda r, n: r.type == C.PERF_RECORD_COMPRESSED2 and n > 3,
+        cut_perf(src, path, stop=lambda r, n: r.type == C.PERF_RECORD_COMPRESSED2 and n > 3,
              compressed=True)
     elif name == "lost_per_task":
         src, _ = capture("lost_per_task")
@@ -111,10 +87,10 @@ def seed(name):
         def stop(r, n):
             seen["lost"] += r.type == C.PERF_RECORD_LOST
             return seen["lost"] >= 2 and n > 150
-        _cut(src, path, 0, stop=stop)
+        cut_perf(src, path, stop=stop)
     else:
         src, _ = capture(name)
-        _cut(src, path, 300)
+        cut_perf(src, path, 300)
     raw = path.read_bytes()
     with PerfData.open(str(path)) as p:
         recs = [(r.offset, r.type, p.evlist) for r in p.records() if not r.inner]
@@ -122,6 +98,24 @@ def seed(name):
         attr_at = _attr_offsets(p)
     _seed_cache[name] = (raw, [(o, t) for o, t, _ in recs], layouts, attr_at)
     return _seed_cache[name]
+
+
+def test_a_cut_is_the_first_records_in_a_valid_file(tmp_path):
+    """The seeds' cut (tests/cuts.py, fuzz/seeds.py too): the first records byte for byte, under
+    the original's attrs; a compressed cut keeps the containers themselves."""
+    def records(path, inner=True):
+        with PerfData.open(str(path)) as p:
+            return [(r.type, r.data) for r in p.records() if inner or not r.inner], \
+                [e.attr.raw for e in p.evlist.entries]
+    src, _ = capture("two_events_cpu_task")
+    cut_perf(src, tmp_path / "cut.data", 50)
+    (orig, attrs), (cut, cut_attrs) = records(src), records(tmp_path / "cut.data")
+    assert cut == orig[:50] and cut_attrs == attrs
+    src, _ = capture("compressed")
+    cut_perf(src, tmp_path / "z.data", stop=lambda r, n: r.type == C.PERF_RECORD_COMPRESSED2 and n > 3,
+             compressed=True)
+    orig, cut = records(src, inner=False)[0], records(tmp_path / "z.data", inner=False)[0]
+    assert cut == orig[:len(cut)] and len(cut) > 3 and cut[-1][0] == C.PERF_RECORD_COMPRESSED2
 
 
 def _nr_offsets(perf, off, rtype, raw):

@@ -42,3 +42,18 @@ def test_perf7_decodes_our_stitched_chains(scenario, mode, tmp_path):
     assert_chains_follow_cookie_rule(
         parse_dump_samples(sid_perf(tool, tmp_path, "script", "-D", "-i", "st.data")), folder)
     sid_perf(tool, tmp_path, "report", "-i", "st.data", "--stdio")
+
+
+def test_perf7_reads_a_sample_cut_to_64_kib(tmp_path):
+    """perf 7.2 on a stitched sample cut to the record size (tests/synth.py oversized): the
+    kernel part and the innermost user frames that fit."""
+    from synth import oversized
+    tool = need_sid_perf()
+    path, chains = oversized(tmp_path / "big.data")
+    assert run_cli("stitch", path, "-o", tmp_path / "st.data", "-q").returncode == 0
+    dump = sid_perf(tool, tmp_path, "script", "-D", "-i", "st.data")
+    got = {tid: ips for tid, _us, ips in parse_dump_samples(dump)}
+    kernel, user = chains[10]
+    kept = (0xFFFF - (48 + 8 * len(kernel))) // 8 - 1
+    assert got[10] == kernel[1:] + user[:kept] and 0 < kept < len(user)
+    assert got[11] == chains[11][0][1:] + chains[11][1] and len(got) == 3

@@ -216,3 +216,58 @@ def test_keep_table_is_keep_for_every_record_type(compat):
     table = w.keep_table()
     assert len(table) == 65536
     assert [bool(b) for b in table] == [w.keep(t) for t in range(65536)]
+
+
+def _layout(path):
+    with PerfData.open(str(path)) as p:
+        return p.header.attrs.offset, p.header.data.offset
+
+
+@pytest.mark.parametrize("scenario", ["a_per_task", "compressed"])
+def test_a_stitched_file_reads_back_from_a_pipe(scenario, tmp_path):
+    """Our stitched file puts attrs and ids before the data, as perf's own files do, so that
+    `cat stitched.data | deferstitch CMD -` reads it (a pipe gives only what precedes the data):
+    the same report and folded stacks as from the file."""
+    path, _ = capture(scenario)
+    out = tmp_path / "st.data"
+    assert run_cli("stitch", path, "-q", "-o", out).returncode == 0
+    attrs_at, data_at = _layout(out)
+    assert attrs_at < data_at
+    for argv in (["report", "--json"], ["folded", "--no-symbols"]):
+        with open(out, "rb") as f:
+            piped = run_cli(argv[0], "-", *argv[1:], "-q", stdin=f)
+        direct = run_cli(argv[0], out, *argv[1:], "-q")
+        assert piped.returncode == 0, piped.stderr
+        assert piped.stdout == direct.stdout and piped.stdout.count(b"\n") > 10, argv
+
+
+def test_a_pipe_inputs_attrs_follow_the_data_as_perf_inject_puts_them(tmp_path):
+    """A pipe-format input brings its attrs as records: they are written after the data, as
+    perf inject does for a pipe input (write_attrs_after_data); the file reads as a file."""
+    path, _ = capture("pipe")
+    out = tmp_path / "st.data"
+    assert run_cli("stitch", path, "-q", "-o", out).returncode == 0
+    attrs_at, data_at = _layout(out)
+    assert attrs_at > data_at
+    r = run_cli("report", out, "--json", "-q")
+    assert r.returncode == 0 and json.loads(r.stdout)["samples"] > 0, r.stderr
+
+
+def test_attrs_changed_after_the_data_began_are_written_after_it(tmp_path):
+    """Attrs given up front that differ at close (more ids): the header points at the ones
+    written after the data; the block before the data is left unused."""
+    s = Synth()
+    s.sample(10, 100, cookie=1)
+    s.deferred(10, 200, 1, [0x401000])
+    out = tmp_path / "w.data"
+    with open(out, "w+b") as f:
+        w = PerfWriter(f, "<", entries=s.evlist.entries)
+        for r in s.records:
+            w.write(r)
+        s.evlist.entries[0].ids.append(999)
+        w.close(s.evlist.entries, {})
+    attrs_at, data_at = _layout(out)
+    assert attrs_at > data_at
+    with PerfData.open(str(out)) as p:
+        assert p.evlist.entries[0].ids == [100, 999]
+        assert [r.type for r in p.records()] == [C.PERF_RECORD_SAMPLE, C.PERF_RECORD_CALLCHAIN_DEFERRED]

@@ -21,9 +21,10 @@ from ..symbols.maps import KERNEL_DSO, KERNEL_START, Maps
 from ..symbols.resolver import UNKNOWN, Resolver
 from .folded import frame_name
 from .frames import sample_ips, weight
+from .sink import Sink
 
 
-class AddressStacks:
+class AddressStacks(Sink):
     """The per-input output: ``stacks`` maps (comm, keys root first) to summed weights."""
 
     def __init__(self, ctx, symbols=True, kallsyms=None, weight="samples"):
@@ -34,15 +35,6 @@ class AddressStacks:
         self._keys = {}
         self._generation = None
         self._text = None
-
-    def record(self, rec):
-        pass
-
-    def sample(self, s):
-        pass
-
-    def close(self):
-        pass
 
     def resolved(self, s):
         """A sample from the Python path (PerfFeed)."""

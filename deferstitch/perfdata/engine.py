@@ -96,6 +96,7 @@ class EngineRun:
                                     window if window is not None else max(5 * max_pending, 1024),
                                     DEFAULT_EXIT_GRACE, DEFAULT_MAX_QUEUED)
         self.dropped = {}
+        self.truncated = (0, 0)           # MODE_FILE: stitched samples cut to fit, frames cut
         self.offset = perf.data_start     # how far the input has been read (progress)
 
     def chunks(self):
@@ -181,6 +182,7 @@ class EngineRun:
                         "max_queued_in_sorter": st["max_queued"],
                         "forced_sorter_flushes": st["forced_flushes"]})
         self.dropped = st["dropped"]
+        self.truncated = (st["truncated"], st["truncated_frames"])
         return r
 
 

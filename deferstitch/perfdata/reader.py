@@ -272,7 +272,7 @@ class PerfData:
                 raise FormatError(self.path, h.attrs.offset + off + asz, "attr ids size %d is not a "
                                   "multiple of 8" % ids_size)
             entries.append((attr, ids_off, ids_size))
-        # attrs and ids after the data (where our writer puts them) fill the tail
+        # attrs and ids after the data (where perf inject and our writer put a pipe input's) fill the tail
         self._meta_after_data = h.attrs.offset >= self.data_end or any(
             off >= self.data_end for _a, off, size in entries if size)
         ids_of = {}

@@ -1,11 +1,19 @@
-"""Write a file-mode perf.data: header, data records, feature sections, attrs and their ids.
+"""Write a file-mode perf.data: header, attrs and their ids, data records, feature sections.
 
 Layout we write (every offset recomputed; perf finds each part through the header):
 
     0     perf_header (104)
-    104   data: the records, streamed as they come
+    104   each attr's ids, then the attrs section (perf_session__write_header's order)
+    ...   data: the records, streamed as they come
     ...   feature table (one perf_file_section per set bit: perf reads it right after data)
-    ...   feature payloads, then each attr's ids, then the attrs section
+    ...   feature payloads
+
+The attrs go before the data when they are known up front (``entries``: a file-mode input), so
+that the file can be read from a pipe, which gives only what precedes the data. A pipe-format
+input brings its attrs as records, in the stream: then, as ``perf inject`` does for a pipe
+input (``write_attrs_after_data``, "perf header: Allow attributes to be written after data",
+Linux 6.12), ids and attrs follow the feature payloads. So do they if the attrs changed after
+the data began (the block before the data is then left unused).
 
 ``compat=True`` makes a file perf 6.1 accepts: attrs shrunk to 128 bytes (their tail must be
 zero), defer_callchain/defer_output cleared, and records perf 6.1 does not know (type 22, user
@@ -25,12 +33,20 @@ PIPE_ONLY = (C.PERF_RECORD_HEADER_ATTR, C.PERF_RECORD_HEADER_FEATURE,
 
 
 class PerfWriter:
-    def __init__(self, f, endian, compat=False):
+    def __init__(self, f, endian, compat=False, entries=None):
+        """``entries``: the session's EventEntry objects when known before the data."""
         self.f, self.endian, self.compat = f, endian, compat
         self.dropped = {}           # record type -> how many were left out
         self.tracing_data = None
+        self.front = None           # (attrs Section, asize, bytes): the attrs before the data
         f.write(b"\0" * HEADER_SIZE)
         self.pos = HEADER_SIZE
+        if entries:
+            attrs, asize, blob = self._attrs(entries, HEADER_SIZE)
+            f.write(blob)
+            self.pos += len(blob)
+            self.front = (attrs, asize, blob)
+        self.data_start = self.pos
 
     def keep(self, rtype):
         """Whether a record of this type goes into the file."""
@@ -72,7 +88,7 @@ class PerfWriter:
         """Finish the file: ``entries`` are the session's EventEntry objects, ``features`` maps
         feature bit -> raw payload. The file object is left open for the caller."""
         e = self.endian
-        data = Section(HEADER_SIZE, self.pos - HEADER_SIZE)
+        data = Section(self.data_start, self.pos - self.data_start)
         feats = dict(features)
         if self.tracing_data is not None:
             feats.setdefault(C.HEADER_TRACING_DATA, self.tracing_data)
@@ -82,27 +98,36 @@ class PerfWriter:
             feats[C.HEADER_EVENT_DESC] = self._event_desc(feats[C.HEADER_EVENT_DESC], entries, asize)
         # (an empty section is one perf never writes and rejects: "section too small")
         bits = sorted(b for b in feats if 0 < b < C.HEADER_FEAT_BITS and feats[b])
-        table_at = self.pos
-        off = table_at + 16 * len(bits)
+        off = self.pos + 16 * len(bits)
         table, payloads = [], []
         for b in bits:
             table.append(struct.pack(e + "QQ", off, len(feats[b])))
             payloads.append(feats[b])
             off += len(feats[b])
         self.f.write(b"".join(table) + b"".join(payloads))
+        front = self.front
+        if front is not None and self._attrs(entries, HEADER_SIZE)[2] == front[2]:
+            attrs, asize = front[0], front[1]
+        else:                   # not known before the data (pipe input), or changed since
+            attrs, asize, blob = self._attrs(entries, off)
+            self.f.write(blob)
+        self.f.seek(0)
+        self.f.write(pack_header(e, asize + 16, attrs, data, bits))
+        self.f.seek(0, 2)
+
+    def _attrs(self, entries, at):
+        """(attrs Section, attr size, bytes) of each attr's ids then the perf_file_attr
+        array ({attr; perf_file_section ids}), laid out from offset ``at``."""
+        e, asize = self.endian, self._attr_size(entries)
         ids_blob, attrs_blob = [], []
+        off = at
         for ent in entries:
             ids = struct.pack(e + "%dQ" % len(ent.ids), *ent.ids)
             attrs_blob.append(ent.attr.pack(asize, clear_defer=self.compat)
                               + struct.pack(e + "QQ", off, len(ids)))
             ids_blob.append(ids)
             off += len(ids)
-        self.f.write(b"".join(ids_blob))
-        attrs = Section(off, len(attrs_blob) * (asize + 16))
-        self.f.write(b"".join(attrs_blob))
-        self.f.seek(0)
-        self.f.write(pack_header(e, asize + 16, attrs, data, bits))
-        self.f.seek(0, 2)
+        return Section(off, len(attrs_blob) * (asize + 16)), asize, b"".join(ids_blob + attrs_blob)
 
     def _attr_size(self, entries):
         sizes = [len(ent.attr.raw) for ent in entries] or [PERF_ATTR_SIZE_VER7]

@@ -100,21 +100,21 @@ def load(tep):
     return ""
 
 
-def stack(tep, cpu, offset):
+def _block(tep, table, cpu, offset):
+    """The text ``table`` ("blocks" or "after") holds for the record at (cpu, offset), or ""."""
     t = _state.get(tep)
     if t is None:
         return ""
     t.run()
-    block = t.blocks.get((cpu, offset))
-    return block or ""
+    return getattr(t, table).get((cpu, offset)) or ""
+
+
+def stack(tep, cpu, offset):
+    return _block(tep, "blocks", cpu, offset)
 
 
 def cookie(tep, cpu, offset):
-    t = _state.get(tep)
-    if t is None:
-        return ""
-    t.run()
-    block = t.after.get((cpu, offset))
+    block = _block(tep, "after", cpu, offset)
     return "\n" + block if block else ""
 
 
