@@ -127,6 +127,8 @@ class EngineRun:
                         break           # a pipe ends where its last record ends
                     reading = False
                     if rec.extra or rec.type in _FOREIGN or rec.type > 0xFFFF:
+                        if rec.type == C.PERF_RECORD_AUXTRACE:
+                            perf._note(rec)         # counted (auxtrace.py), as records() does
                         eng.foreign(rec)
                     elif feed(rec.data, 0, len(rec.data), at) != len(rec.data):
                         raise RuntimeError("the C engine left a whole record at %#x" % at)
@@ -180,6 +182,8 @@ class EngineRun:
                         "unordered_records": st["unordered"],
                         "max_queued_in_sorter": st["max_queued"],
                         "forced_sorter_flushes": st["forced_flushes"]})
+        if self.perf.auxtrace:
+            r.extra["auxtrace"] = self.perf.auxtrace.to_json()
         self.dropped = st["dropped"]
         return r
 

@@ -223,10 +223,13 @@ class PerfFeed:
         return self.report
 
     def _extra(self):
-        return {"records": {C.record_name(t): n for t, n in sorted(self.record_counts.items())},
-                "unordered_records": self.order_stats.unordered,
-                "max_queued_in_sorter": self.order_stats.max_queued,
-                "forced_sorter_flushes": self.order_stats.forced_flushes}
+        extra = {"records": {C.record_name(t): n for t, n in sorted(self.record_counts.items())},
+                 "unordered_records": self.order_stats.unordered,
+                 "max_queued_in_sorter": self.order_stats.max_queued,
+                 "forced_sorter_flushes": self.order_stats.forced_flushes}
+        if self.perf.auxtrace:
+            extra["auxtrace"] = self.perf.auxtrace.to_json()
+        return extra
 
     # -- events -------------------------------------------------------------------------------
     def _body_end(self, rec):
