@@ -52,6 +52,24 @@ one task's events can prove which stack is a sample's, and the stitcher never gu
     its ring buffer takes a record again, with that time: a stack lost on one CPU's buffer while
     the task went on to write its next stack on another can reach us before the LOST does. No
     field of the captures' samples names their buffer, so task order cannot rule that out.)
+
+    What the kernels' code proves, and why these rules go no further (2026-12, issue 11):
+    - Stacks per event or per task. Before the cookie patch (v5-v13 of "perf: Support deferred
+      user callchains", 2025: kernel/events/core.c deferred_request(), perf_event_callchain_
+      deferred()) each *task* event has its own task work and writes its own record, with its
+      own sample_id, and queues the work again when sampled after it ran: there the next stack of
+      a task is always its samples' (test_nocookie.py's per-event streams). That series' per-CPU
+      events (unwind_deferred_request(): one request per task, the record to the first event of
+      the CPU) and 7.x (perf_unwind_deferred_callback() -> perf_iterate_sb(): one record per entry
+      to the defer_output event; the entry's bit stays set until the return, so a later sample of
+      the entry asks for nothing) write one stack per entry. A file does not say whether its
+      events were per task or per CPU, so the rules are the ones that hold for both: per task,
+      whichever event wrote the stack.
+    - Only a sample taken in user mode proves T left the entry that wrote its stack. Task work,
+      the unwind included, also runs inside system calls (io_uring_enter's io_run_task_work(),
+      KVM_RUN's xfer_to_guest_mode_handle_work(), execve's io_uring_task_cancel()), which then
+      go on: so MMAP/COMM(exec) records, the FORK of an io-wq worker, a kernel callchain or a
+      time after the stack may all still be the same entry's.
 """
 from collections import deque
 
