@@ -23,7 +23,7 @@ from deferstitch.perfdata import engine
 from deferstitch.perfdata.feed import probe_layout
 from deferstitch.perfdata.reader import PerfData
 from deferstitch.stitcher import Stitcher
-from nocookie import strip_cookies
+from nocookie import precookie_task_events, strip_cookies
 from synth import Synth, make_attr
 
 U1, U2, U3 = [0x401000, 0x401100], [0x402000], [0x403000, 0x403100, 0x403200]
@@ -212,6 +212,30 @@ def test_captures_without_cookies_never_get_another_entrys_stack(scenario, tmp_p
     print("%s: %d of %d samples with a stack stitched without cookies (%.1f%%)"
           % (scenario, stitched, have_stack, 100.0 * stitched / have_stack))
     assert stitched > 0
+
+
+@pytest.mark.parametrize("scenario", DEFERRED_SCENARIOS)
+def test_captures_as_the_precookie_series_writes_them(scenario, tmp_path):
+    """The captures as that series' kernel would have written them for the command perf record
+    started (tests/nocookie.py precookie_task_events): no sample gets another entry's stack, and
+    where nothing was lost at least 90 % of the samples that have a stack are stitched."""
+    src, _folder = capture(scenario)
+    dst = str(tmp_path / "pre.data")
+    precookie_task_events(src, dst)
+    truth, trep, _ = stitch(src)
+    got, rep, _ = stitch(dst)
+    assert rep.conserved() and len(got) == len(truth) == rep.samples
+    stitched = 0
+    for a, b in zip(truth, got):
+        assert (a.time, a.tid) == (b.time, b.tid)
+        if b.outcome == STITCHED:
+            assert a.outcome == STITCHED and tuple(b.user) == tuple(a.user), (a, b)
+            stitched += 1
+    share = 100.0 * stitched / trep.stitched
+    print("%s (%s): %d of %d samples with a stack stitched (%.1f%%)"
+          % (scenario, rep.extra["no_cookie_stacks"], stitched, trep.stitched, share))
+    if trep.lost_records == 0:
+        assert share >= 90.0
 
 
 def test_stitch_of_a_no_cookie_capture_is_read_by_perf_61(tmp_path):
