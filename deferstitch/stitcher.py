@@ -66,7 +66,9 @@ one task's events can prove which stack is a sample's, and the stitcher never gu
       per task, whichever event wrote the stack. Where the attrs show the series' task events
       (no defer_output, without which 7.x writes no record at all; every deferring attr disabled
       until exec, which enables a task's own events only: perf_event_enable_on_exec()), the
-      feeder says ``requeued`` and no sample is in doubt after a stack.
+      feeder says ``requeued`` and no sample is in doubt after a stack. (So a file rewritten
+      from a 7.x capture must keep its attrs as recorded, as tests/nocookie.py does: without
+      defer_output its 7.x stacks would be taken for the series'.)
     - Only a sample taken in user mode proves T left the entry that wrote its stack. Task work,
       the unwind included, also runs inside system calls (io_uring_enter's io_run_task_work(),
       KVM_RUN's xfer_to_guest_mode_handle_work(), execve's io_uring_task_cancel()), which then
