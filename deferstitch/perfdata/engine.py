@@ -125,10 +125,10 @@ class EngineRun:
                     rec = perf._slow_record(s, at, end, hdr)
                     if rec is None:
                         break           # a pipe ends where its last record ends
+                    if rec.type == C.PERF_RECORD_AUXTRACE:
+                        perf._note(rec)     # the reader counts it (auxtrace.py), as records() does
                     reading = False
                     if rec.extra or rec.type in _FOREIGN or rec.type > 0xFFFF:
-                        if rec.type == C.PERF_RECORD_AUXTRACE:
-                            perf._note(rec)         # counted (auxtrace.py), as records() does
                         eng.foreign(rec)
                     elif feed(rec.data, 0, len(rec.data), at) != len(rec.data):
                         raise RuntimeError("the C engine left a whole record at %#x" % at)
