@@ -52,6 +52,7 @@
 #define T_TRACING_DATA 66
 #define T_FINISHED_ROUND 68
 #define T_ID_INDEX 69
+#define T_AUXTRACE_INFO 70
 #define T_AUXTRACE 71
 #define T_EVENT_UPDATE 78
 #define T_HEADER_FEATURE 80
@@ -1235,7 +1236,9 @@ static int note(Engine *e, Rec *r) {
 }
 
 static int is_note(uint16_t t) {
-    return t == T_HEADER_ATTR || t == T_ID_INDEX || t == T_HEADER_FEATURE || t == T_EVENT_UPDATE;
+    /* AUXTRACE_INFO: the reader counts the file's AUX area trace (perfdata/auxtrace.py) */
+    return t == T_HEADER_ATTR || t == T_ID_INDEX || t == T_HEADER_FEATURE || t == T_EVENT_UPDATE
+        || t == T_AUXTRACE_INFO;
 }
 
 static int frame_inner(Engine *e);

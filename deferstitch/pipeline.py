@@ -85,6 +85,8 @@ def run(args, make, symbols=False, perf=None, hint=False):
         raise DeferstitchError("DEFERSTITCH_ACCEL=require, but the C engine was not used: %s" % why)
     else:
         rep = _run_python(perf, out, args, ctx)
+    if perf.auxtrace and not args.quiet:   # Intel PT & co: perf's synthesized samples are not ours
+        sys.stderr.write(perf.auxtrace.warning(perf.path) + "\n")
     if hint and not args.quiet and not has_deferred(perf, rep):
         sys.stderr.write("deferstitch: %s: no deferred callchains (record with --call-graph "
                          "fp,defer)\n" % perf.path)

@@ -52,6 +52,28 @@ one task's events can prove which stack is a sample's, and the stitcher never gu
     its ring buffer takes a record again, with that time: a stack lost on one CPU's buffer while
     the task went on to write its next stack on another can reach us before the LOST does. No
     field of the captures' samples names their buffer, so task order cannot rule that out.)
+
+    What the kernels' code proves, and why these rules go no further (2026-12, issue 11):
+    - Stacks per event or per task. Before the cookie patch (v5-v13 of "perf: Support deferred
+      user callchains", 2025: kernel/events/core.c deferred_request(), perf_event_callchain_
+      deferred()) each *task* event has its own task work and writes its own record, with its
+      own sample_id, and queues the work again when sampled after it ran: there the next stack of
+      a task is always its samples' (test_nocookie.py's per-event streams). That series' per-CPU
+      events (unwind_deferred_request(): one request per task, the record to the first event of
+      the CPU) and 7.x (perf_unwind_deferred_callback() -> perf_iterate_sb(): one record per entry
+      to the defer_output event; the entry's bit stays set until the return, so a later sample of
+      the entry asks for nothing) write one stack per entry. The rules above hold for both:
+      per task, whichever event wrote the stack. Where the attrs show the series' task events
+      (no defer_output, without which 7.x writes no record at all; every deferring attr disabled
+      until exec, which enables a task's own events only: perf_event_enable_on_exec()), the
+      feeder says ``requeued`` and no sample is in doubt after a stack. (So a file rewritten
+      from a 7.x capture must keep its attrs as recorded, as tests/nocookie.py does: without
+      defer_output its 7.x stacks would be taken for the series'.)
+    - Only a sample taken in user mode proves T left the entry that wrote its stack. Task work,
+      the unwind included, also runs inside system calls (io_uring_enter's io_run_task_work(),
+      KVM_RUN's xfer_to_guest_mode_handle_work(), execve's io_uring_task_cancel()), which then
+      go on: so MMAP/COMM(exec) records, the FORK of an io-wq worker, a kernel callchain or a
+      time after the stack may all still be the same entry's.
 """
 from collections import deque
 
@@ -85,14 +107,18 @@ class Stitcher:
         self.lost_seq = 0          # LOST/LOST_SAMPLES records seen so far
         self._order = deque()      # pending samples oldest first, for eviction (resolved ones skipped)
         self.task_order = False    # match by task order (no cookies): use_task_order()
+        self.requeued = False      # ... of stacks queued again after they ran (no doubt after one)
         self.stale = {}            # tid -> frames of the stack it wrote, not seen in user space since
         self.user_seq = {}         # tid -> lost_seq when it was last seen in user space (or forked)
         self.latest = {}           # tid -> its latest deferred sample (whatever became of it)
 
-    def use_task_order(self):
+    def use_task_order(self, requeued=False):
         """Match by task order, for stacks that carry no cookie (see above). The feeder calls it
-        before its first deferred sample."""
+        before its first deferred sample. ``requeued``: the stacks are the pre-cookie series'
+        task events' own, whose work is queued again when sampled after it ran (see above): the
+        next stack of a task is then its samples' whatever came before, so none is in doubt."""
         self.task_order = True
+        self.requeued = requeued
         self.report.deferred_layout = "no-cookie"
 
     # -- events -------------------------------------------------------------------------------
@@ -183,7 +209,7 @@ class Stitcher:
         elif self.user_seq.get(tid, 0) < self.lost_seq:
             self._unmatched(s, LOST_NO_COOKIE)
         else:
-            s.doubt = self.stale.get(tid)
+            s.doubt = None if self.requeued else self.stale.get(tid)
             self._wait(s)
 
     def _deferred_in_order(self, d):

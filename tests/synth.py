@@ -11,7 +11,8 @@ the marker alone (any ``cookie`` given only says "deferred") and CALLCHAIN_DEFER
 import struct
 
 from deferstitch.abi import consts as C
-from deferstitch.abi.attr import (BIT_DEFER_CALLCHAIN, BIT_DEFER_OUTPUT, BIT_INHERIT, BIT_SAMPLE_ID_ALL,
+from deferstitch.abi.attr import (BIT_DEFER_CALLCHAIN, BIT_DEFER_OUTPUT, BIT_DISABLED, BIT_ENABLE_ON_EXEC,
+                                  BIT_INHERIT, BIT_SAMPLE_ID_ALL,
                                   PerfEventAttr)
 from deferstitch.perfdata.evlist import Evlist
 from deferstitch.perfdata.reader import Record
@@ -22,10 +23,14 @@ K = [C.PERF_CONTEXT_KERNEL, 0xffffffff81000010, 0xffffffff81000020]
 
 
 def make_attr(e="<", size=144, sample_type=BASIC, config=0, defer=True, tail=b"", read_format=0,
-              branch_sample_type=0, inherit=False, type_=1):
+              branch_sample_type=0, inherit=False, type_=1, precookie_task=False):
+    """``precookie_task``: as the series before the cookie patch's perf record makes the events of
+    the command it starts: defer_callchain without defer_output, disabled until exec."""
     raw = bytearray(max(size, 80))
     flags = BIT_SAMPLE_ID_ALL | (BIT_DEFER_CALLCHAIN | BIT_DEFER_OUTPUT if defer else 0) \
         | (BIT_INHERIT if inherit else 0)
+    if precookie_task:
+        flags = flags & ~BIT_DEFER_OUTPUT | BIT_DEFER_CALLCHAIN | BIT_DISABLED | BIT_ENABLE_ON_EXEC
     struct.pack_into(e + "IIQQQQQ", raw, 0, type_, size, config, 4000, sample_type, read_format, flags)
     struct.pack_into(e + "Q", raw, 72, branch_sample_type)
     if tail:

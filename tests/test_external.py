@@ -24,7 +24,9 @@ KEPT = DATA / "external"
 # Known differences: strict, so that a fix shows here.
 KNOWN = {
     "perf_data_converter/perf.data.intel_pt-4.14":
-        "perf synthesizes samples from the Intel PT trace; deferstitch does not decode AUX data",
+        "perf script decodes the Intel PT trace (AUXTRACE) and shows the samples it synthesizes "
+        "from it; deferstitch does not decode AUX data (it warns, counts perf.auxtrace, and shows "
+        "the 15 recorded samples only)",
 }
 
 

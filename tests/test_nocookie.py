@@ -23,7 +23,7 @@ from deferstitch.perfdata import engine
 from deferstitch.perfdata.feed import probe_layout
 from deferstitch.perfdata.reader import PerfData
 from deferstitch.stitcher import Stitcher
-from nocookie import strip_cookies
+from nocookie import precookie_task_events, strip_cookies
 from synth import Synth, make_attr
 
 U1, U2, U3 = [0x401000, 0x401100], [0x402000], [0x403000, 0x403100, 0x403200]
@@ -72,6 +72,33 @@ def test_after_a_stack_samples_are_in_doubt_until_a_user_mode_sample(tmp_path):
         (STITCHED, None, tuple(U2)), (STITCHED, None, tuple(U2)), (STITCHED, None, tuple(U2)),
         (STITCHED, None, tuple(U3)), (STITCHED, None, tuple(U3))]
     assert rep.first_unmatched[0][2] is None        # no cookie to show
+
+
+def test_precookie_task_events_take_the_next_stack_of_their_task(tmp_path):
+    """The series before the cookie patch queues a task event's work again when it is sampled
+    after the work ran, so the next stack is every sample's; its attrs say so (no defer_output,
+    disabled until exec). The same stream from a 7.x kernel (defer_output) keeps its doubt."""
+    out = {}
+    for name, attrs in (("7x", None), ("pre", [make_attr(precookie_task=True)])):
+        f = Synth(attrs=attrs, no_cookie=True)
+        f.sample(10, 100, cookie=1)
+        f.deferred(10, 110, 1, U1)
+        f.sample(10, 120, cookie=1)        # 7.x: entry A after its stack, or the next entry
+        f.sample(10, 125, cookie=1)
+        f.deferred(10, 130, 1, U2)
+        path = f.save(str(tmp_path / (name + ".data")))
+        samples, rep = stitch(path)[:2]
+        assert rep.conserved()
+        out[name] = [outcome(s) for s in samples]
+        r = subprocess.run([sys.executable, "-m", "deferstitch", "report", "--json", path], cwd=ROOT,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["perf"]["no_cookie_stacks"] == ("requeued" if name == "pre"
+                                                                    else "per-entry")
+    assert out["7x"] == [(STITCHED, None, tuple(U1)), ("unmatched", AMBIGUOUS_NO_COOKIE, None),
+                         (STITCHED, None, tuple(U2))]
+    assert out["pre"] == [(STITCHED, None, tuple(U1)), (STITCHED, None, tuple(U2)),
+                          (STITCHED, None, tuple(U2))]
 
 
 def test_eviction_leaves_the_last_sample_its_proof(tmp_path):
@@ -187,6 +214,30 @@ def test_captures_without_cookies_never_get_another_entrys_stack(scenario, tmp_p
     assert stitched > 0
 
 
+@pytest.mark.parametrize("scenario", DEFERRED_SCENARIOS)
+def test_captures_as_the_precookie_series_writes_them(scenario, tmp_path):
+    """The captures as that series' kernel would have written them for the command perf record
+    started (tests/nocookie.py precookie_task_events): no sample gets another entry's stack, and
+    where nothing was lost at least 90 % of the samples that have a stack are stitched."""
+    src, _folder = capture(scenario)
+    dst = str(tmp_path / "pre.data")
+    precookie_task_events(src, dst)
+    truth, trep, _ = stitch(src)
+    got, rep, _ = stitch(dst)
+    assert rep.conserved() and len(got) == len(truth) == rep.samples
+    stitched = 0
+    for a, b in zip(truth, got):
+        assert (a.time, a.tid) == (b.time, b.tid)
+        if b.outcome == STITCHED:
+            assert a.outcome == STITCHED and tuple(b.user) == tuple(a.user), (a, b)
+            stitched += 1
+    share = 100.0 * stitched / trep.stitched
+    print("%s (%s): %d of %d samples with a stack stitched (%.1f%%)"
+          % (scenario, rep.extra["no_cookie_stacks"], stitched, trep.stitched, share))
+    if trep.lost_records == 0:
+        assert share >= 90.0
+
+
 def test_stitch_of_a_no_cookie_capture_is_read_by_perf_61(tmp_path):
     perf = shutil.which("perf")
     if perf is None:
@@ -259,11 +310,11 @@ def streams(draw):
     return out
 
 
-def _replay(events, no_cookie):
+def _replay(events, no_cookie, requeued=False):
     got = []
     st = Stitcher(got.append, exit_grace=0)
     if no_cookie:
-        st.use_task_order()
+        st.use_task_order(requeued)
     for t, (tid, kind, *rest) in enumerate(events):
         if kind == "sample":
             cookie, user_mode = rest
@@ -289,3 +340,60 @@ def test_random_streams_never_get_a_wrong_stack(events):
     for a, b in zip(truth, got):
         if b.outcome == STITCHED:
             assert a.outcome == STITCHED and a.user == b.user, (a, b)
+
+
+@hs.composite
+def per_event_streams(draw):
+    """Events as the series before the cookie patch writes them for task events (v13 "perf:
+    Support deferred user callchains", kernel/events/core.c deferred_request() and
+    perf_event_callchain_deferred()): each event has its own task work, which writes that event's
+    stack of the entry on the way out (so two events, two stacks of one entry); a sample whose
+    event's work already ran in this entry queues it again (same frames: the entry's unwind
+    cache). A user-mode sample is deferred too: the interrupt from user space is its own entry.
+    The stitcher does not look at which event wrote a stack: its task-order rules must hold
+    whoever wrote it."""
+    stacks = [tuple(range(0x1000 * k, 0x1000 * k + k)) for k in range(1, 4)]
+    tasks = {}
+    cookie = 0
+    for tid in range(1, draw(hs.integers(1, 3)) + 1):
+        evs = tasks[tid] = []
+        for _entry in range(draw(hs.integers(1, 5))):
+            cookie += 1
+            frames = draw(hs.sampled_from(stacks))
+            pending = set()                 # events whose task work is queued
+            user = draw(hs.booleans())
+            for _ in range(1 if user else draw(hs.integers(1, 3))):
+                evs.append(("sample", cookie, user))
+                pending.add(draw(hs.integers(0, 1)))
+            late = 0
+            while pending:                  # the way out: each queued work writes its stack
+                pending.discard(draw(hs.sampled_from(sorted(pending))))
+                lost = draw(hs.integers(0, 9)) == 0
+                evs.append(("lost",) if lost else ("stack", cookie, frames))
+                if late < 3 and draw(hs.integers(0, 2)) == 0:     # sampled in between: queued again
+                    late += 1
+                    evs.append(("sample", cookie, False))
+                    pending.add(draw(hs.integers(0, 1)))
+        if draw(hs.booleans()):
+            evs.append(("exit",))
+    out = []
+    while any(tasks.values()):
+        tid = draw(hs.sampled_from(sorted(t for t, e in tasks.items() if e)))
+        out.append((tid,) + tasks[tid].pop(0))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(per_event_streams())
+def test_per_event_stacks_of_the_precookie_series_never_give_a_wrong_stack(events):
+    """... with the doubt after a stack (any kernel) or without it (``requeued``: this kernel),
+    where nothing was lost then every sample that has a stack gets it."""
+    truth, _ = _replay(events, no_cookie=False)
+    for requeued in (False, True):
+        got, rep = _replay(events, no_cookie=True, requeued=requeued)
+        assert rep.conserved() and len(got) == len(truth)
+        for a, b in zip(truth, got):
+            if b.outcome == STITCHED:
+                assert a.outcome == STITCHED and a.user == b.user, (a, b)
+        if requeued and not any(ev[1] == "lost" for ev in events):
+            assert [b.outcome for b in got] == [a.outcome for a in truth]

@@ -36,7 +36,9 @@ FLAG_BITS = [
     "cgroup", "text_poke", "build_id", "inherit_thread", "remove_on_exec", "sigtrap",
     "defer_callchain", "defer_output",
 ]
+BIT_DISABLED = 1 << 0
 BIT_INHERIT = 1 << 1
+BIT_ENABLE_ON_EXEC = 1 << 12
 BIT_SAMPLE_ID_ALL = 1 << 18
 BIT_DEFER_CALLCHAIN = 1 << 38   # Linux 6.19: "perf: Support deferred user unwind"
 BIT_DEFER_OUTPUT = 1 << 39
@@ -64,8 +66,16 @@ class PerfEventAttr:
         return bool(self.flags & BIT_SAMPLE_ID_ALL)
 
     @property
+    def disabled(self):
+        return bool(self.flags & BIT_DISABLED)
+
+    @property
     def inherit(self):
         return bool(self.flags & BIT_INHERIT)
+
+    @property
+    def enable_on_exec(self):
+        return bool(self.flags & BIT_ENABLE_ON_EXEC)
 
     @property
     def defer_callchain(self):

@@ -48,6 +48,9 @@ PERF_RECORD_ID_INDEX = 69
 PERF_RECORD_AUXTRACE_INFO = 70
 PERF_RECORD_AUXTRACE = 71
 PERF_RECORD_AUXTRACE_ERROR = 72
+# enum auxtrace_type (tools/perf/util/auxtrace.h): what made an AUX area trace, AUXTRACE_INFO.type
+AUXTRACE_TYPES = {1: "Intel PT", 2: "Intel BTS", 3: "CoreSight ETM", 4: "Arm SPE",
+                  5: "s390 CPU-MF", 6: "HiSilicon PTT", 7: "powerpc VPA DTL"}
 PERF_RECORD_THREAD_MAP = 73
 PERF_RECORD_CPU_MAP = 74
 PERF_RECORD_STAT_CONFIG = 75

@@ -17,6 +17,7 @@ Ksymbol = namedtuple("Ksymbol", "addr len ksym_type flags name")
 Deferred = namedtuple("Deferred", "cookie ips")
 IdIndexEntry = namedtuple("IdIndexEntry", "id idx cpu tid")
 TimeConv = namedtuple("TimeConv", "time_shift time_mult time_zero")
+Auxtrace = namedtuple("Auxtrace", "size offset reference idx tid cpu")
 
 
 def _cstr(buf, start, end):
@@ -135,6 +136,19 @@ def parse_time_conv(data, e):
     # struct { header; u64 time_shift, time_mult, time_zero; [u64 time_cycles, time_mask; ...] }
     _need(data, 32, "TIME_CONV")
     return TimeConv(*struct.unpack_from(e + "QQQ", data, 8))
+
+
+def parse_auxtrace_info(data, e):
+    # struct { header; u32 type; u32 reserved__; u64 priv[]; }  /* AUXTRACE_INFO, perf 4.1 */
+    _need(data, 12, "AUXTRACE_INFO")
+    return struct.unpack_from(e + "I", data, 8)[0]
+
+
+def parse_auxtrace(data, e):
+    # struct { header; u64 size, offset, reference; u32 idx, tid, cpu, reserved__; }
+    #   /* AUXTRACE, perf 4.1: ``size`` bytes of trace follow the record, outside header.size */
+    _need(data, 48, "AUXTRACE")
+    return Auxtrace(*struct.unpack_from(e + "QQQIiI", data, 8))
 
 
 def parse_header_attr_ids(data, e, attr_size):

@@ -126,6 +126,8 @@ class EngineRun:
                     rec = perf._slow_record(s, at, end, hdr)
                     if rec is None:
                         break           # a pipe ends where its last record ends
+                    if rec.type == C.PERF_RECORD_AUXTRACE:
+                        perf._note(rec)     # the reader counts it (auxtrace.py), as records() does
                     reading = False
                     if rec.extra or rec.type in _FOREIGN or rec.type > 0xFFFF:
                         eng.foreign(rec)
@@ -181,6 +183,8 @@ class EngineRun:
                         "unordered_records": st["unordered"],
                         "max_queued_in_sorter": st["max_queued"],
                         "forced_sorter_flushes": st["forced_flushes"]})
+        if self.perf.auxtrace:
+            r.extra["auxtrace"] = self.perf.auxtrace.to_json()
         self.dropped = st["dropped"]
         self.truncated = (st["truncated"], st["truncated_frames"])
         return r

@@ -90,6 +90,18 @@ def probe_layout(path, limit=100_000):
     return None
 
 
+def requeued_stacks(entries):
+    """Whether a no-cookie file's stacks are those of the pre-cookie series' task events, each
+    queued again when sampled after it ran (stitcher.py): no attr has defer_output (7.x writes a
+    CALLCHAIN_DEFERRED only to such an event: perf_callchain_deferred_output()) and every attr
+    that defers is disabled until exec, as perf record makes the events of the command it starts
+    (perf_event_enable_on_exec() enables a task's own events, never a CPU's)."""
+    attrs = [e.attr for e in entries]
+    defer = [a for a in attrs if a.defer_callchain]
+    return bool(defer) and not any(a.defer_output for a in attrs) and all(
+        a.disabled and a.enable_on_exec for a in defer)
+
+
 def probe_entries(perf, limit=10_000):
     """The attrs of ``perf``: its evlist's, or for a pipe-format file (attrs come as records) the
     ones announced before its first sample, read on a separate handle; None when they cannot be
@@ -223,10 +235,15 @@ class PerfFeed:
         return self.report
 
     def _extra(self):
-        return {"records": {C.record_name(t): n for t, n in sorted(self.record_counts.items())},
-                "unordered_records": self.order_stats.unordered,
-                "max_queued_in_sorter": self.order_stats.max_queued,
-                "forced_sorter_flushes": self.order_stats.forced_flushes}
+        extra = {"records": {C.record_name(t): n for t, n in sorted(self.record_counts.items())},
+                 "unordered_records": self.order_stats.unordered,
+                 "max_queued_in_sorter": self.order_stats.max_queued,
+                 "forced_sorter_flushes": self.order_stats.forced_flushes}
+        if self.perf.auxtrace:
+            extra["auxtrace"] = self.perf.auxtrace.to_json()
+        if self.layout == R.DEFERRED_NO_COOKIE:
+            extra["no_cookie_stacks"] = "requeued" if self.stitcher.requeued else "per-entry"
+        return extra
 
     # -- events -------------------------------------------------------------------------------
     def _body_end(self, rec):
@@ -337,7 +354,7 @@ class PerfFeed:
         if self.layout is None:
             self.layout = layout
             if layout == R.DEFERRED_NO_COOKIE:
-                self.stitcher.use_task_order()
+                self.stitcher.use_task_order(requeued_stacks(self.perf.evlist.entries))
         elif layout != self.layout:
             raise ValueError("deferred %s in the %s layout, but this file's are in the %s layout"
                              % (what, layout, self.layout))

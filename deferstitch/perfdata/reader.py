@@ -18,6 +18,7 @@ from ..abi.attr import PerfEventAttr
 from ..errors import FormatError
 from . import features as F
 from . import tracing_data
+from .auxtrace import AuxTrace
 from .evlist import Evlist
 from .header import (HEADER_SIZE, HEADER_SIZE_NO_FEATURES, MAGIC_V1, PIPE_HEADER_SIZE, endian_of,
                      legacy_endian, parse_header)
@@ -30,7 +31,8 @@ MAX_READ = 64 << 20       # one read() at most, whatever length a record claims
 # Record types that carry metadata (PerfData._note reads them as they pass).
 _NOTE_TYPES = frozenset((C.PERF_RECORD_HEADER_ATTR, C.PERF_RECORD_ID_INDEX,
                          C.PERF_RECORD_HEADER_FEATURE, C.PERF_RECORD_EVENT_UPDATE,
-                         C.PERF_RECORD_HEADER_TRACING_DATA))   # (the C engine hands this one back)
+                         C.PERF_RECORD_HEADER_TRACING_DATA,    # (the C engine hands this one back)
+                         C.PERF_RECORD_AUXTRACE_INFO, C.PERF_RECORD_AUXTRACE))   # counted: auxtrace.py
 
 
 class Record:
@@ -166,6 +168,7 @@ class PerfData:
         self.feature_error = None     # damaged feature sections (file mode), reported at the end
         self.warning = None           # the header does not cover the records (see _data_bounds)
         self.features_end = None      # the id of a pipe's end-of-features mark, when seen
+        self.auxtrace = AuxTrace()    # the AUX area trace the records carry (not decoded)
         if self.pipe:
             self.data_start, self.data_end = PIPE_HEADER_SIZE, None
             return
@@ -421,6 +424,8 @@ class PerfData:
                     self._apply_features()
             elif t == C.PERF_RECORD_HEADER_TRACING_DATA:
                 self.evlist.name_tracepoints(tracing_data.event_names(rec.extra))
+            elif t in (C.PERF_RECORD_AUXTRACE_INFO, C.PERF_RECORD_AUXTRACE):
+                self.auxtrace.note(rec, e)
             elif t == C.PERF_RECORD_EVENT_UPDATE:
                 named = R.parse_event_update_name(rec.data, e)
                 if named:
