@@ -17,8 +17,9 @@
  * so each is decoded in one place and damage raises the Python path's FormatError, after the
  * engine delivered what the Python path delivers before it (failed()).
  *
- * Outputs: MODE_FILE returns the stitched data section as bytes (a list of bytes and foreign
- * records when there were any: the Python writer writes those); MODE_EVENTS returns, in the
+ * Outputs: MODE_FILE writes the stitched data section to the output file itself when given
+ * one (sink(): no bytes object per chunk), else returns it as bytes; when foreign records came,
+ * a list of them and bytes, for the Python writer to write in turn; MODE_EVENTS returns, in the
  * order the Python feed calls observe() and the stitcher's sink, the side-band records
  * (perfdata.reader.Record) and one tuple per resolved sample
  * (pid, tid, comm, ips as native u64 bytes, period, attr index); MODE_ORDERED adds (cpu, time,
@@ -31,10 +32,12 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* uapi record types (include/uapi/linux/perf_event.h, tools/lib/perf/include/perf/event.h) */
 #define T_MMAP 1
@@ -249,6 +252,9 @@ typedef struct {
     uint64_t count_seq, sample_seq;
     /* output */
     unsigned char *out; size_t out_len, out_cap;
+    int out_fd;                 /* MODE_FILE: the file the engine writes itself (sink()), or -1 */
+    PyObject *sink_error;       /* errno -> the exception a failed write raises */
+    uint64_t sunk;              /* bytes written to out_fd */
     PyObject *events;
     Agg *aggs; size_t nagg, aggcap;
     size_t *aslot; size_t acap;     /* open addressing over aggs: index + 1, 0 empty */
@@ -866,10 +872,34 @@ static void samp_free(Engine *e, Samp *s) {
     e->spool = s;
 }
 
+/* Write e->out to the sink (sink()): the bytes leave without a Python object. */
+static int sink_flush(Engine *e) {
+    const unsigned char *p = e->out;
+    size_t n = e->out_len;
+    while (n) {
+        ssize_t w = write(e->out_fd, p, n > ((size_t)1 << 30) ? (size_t)1 << 30 : n);
+        if (w < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0) return -1;    /* Ctrl-C: the output is dropped */
+                continue;
+            }
+            PyObject *exc = PyObject_CallFunction(e->sink_error, "i", errno);
+            if (exc) { PyErr_SetObject((PyObject *)Py_TYPE(exc), exc); Py_DECREF(exc); }
+            return -1;
+        }
+        p += w; n -= (size_t)w; e->sunk += (uint64_t)w;
+    }
+    e->out_len = 0;
+    return 0;
+}
+
 static int out_record(Engine *e, Rec *r) {
     int rc = 0;
     if (r->obj) {           /* a foreign record: MODE_FILE hands it to the Python writer in turn */
-        if (e->mode == MODE_FILE) {
+        if (e->mode == MODE_FILE && e->out_fd >= 0 && PyList_GET_SIZE(e->events) == 0) {
+            /* what came before it is written now; what follows waits in e->out (take_output) */
+            rc = sink_flush(e) == 0 && PyList_Append(e->events, r->obj) == 0 ? 0 : -1;
+        } else if (e->mode == MODE_FILE) {
             PyObject *b = PyBytes_FromStringAndSize((const char *)e->out, (Py_ssize_t)e->out_len);
             rc = b && PyList_Append(e->events, b) == 0 && PyList_Append(e->events, r->obj) == 0 ? 0 : -1;
             Py_XDECREF(b);
@@ -1421,6 +1451,10 @@ static int frame_inner(Engine *e) {
 
 /* ---- the Python type ------------------------------------------------------------------- */
 static PyObject *take_output(Engine *e) {
+    if (e->mode == MODE_FILE && e->out_fd >= 0 && PyList_GET_SIZE(e->events) == 0) {
+        if (sink_flush(e) < 0) return NULL;
+        Py_RETURN_NONE;                 /* all written */
+    }
     if (e->mode == MODE_FILE) {
         PyObject *b = PyBytes_FromStringAndSize((const char *)e->out, (Py_ssize_t)e->out_len);
         if (!b) return NULL;
@@ -1543,6 +1577,30 @@ static PyObject *Engine_output(Engine *e, PyObject *noarg) {
     return take_output(e);
 }
 
+/* sink(fd, error): MODE_FILE writes its records to fd itself (at fd's offset, after whatever
+ * the caller wrote and flushed), and output() gives None, or, when foreign records came, the
+ * list [Record, bytes, Record, ..., bytes] for the caller to write after what the engine wrote.
+ * error(errno) makes the exception of a failed write (the output's one line). */
+static PyObject *Engine_sink(Engine *e, PyObject *args) {
+    int fd;
+    PyObject *err;
+    if (!PyArg_ParseTuple(args, "iO", &fd, &err)) return NULL;
+    if (cleared(e)) return NULL;
+    if (e->mode != MODE_FILE || fd < 0) {
+        PyErr_SetString(PyExc_ValueError, "sink: MODE_FILE and a file descriptor");
+        return NULL;
+    }
+    Py_INCREF(err);
+    Py_XSETREF(e->sink_error, err);
+    e->out_fd = fd;
+    Py_RETURN_NONE;
+}
+
+/* sunk(): bytes written to the sink so far */
+static PyObject *Engine_sunk(Engine *e, PyObject *noarg) {
+    return PyLong_FromUnsignedLongLong(e->sunk);
+}
+
 /* progress(): (records fed, samples) so far, for the progress line */
 static PyObject *Engine_progress(Engine *e, PyObject *noarg) {
     return Py_BuildValue("(KK)", (unsigned long long)e->nrecords, (unsigned long long)e->samples);
@@ -1629,6 +1687,7 @@ static int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
     if (keep.len != 65536) { PyBuffer_Release(&keep); PyErr_SetString(PyExc_ValueError, "keep: 65536 flags"); return -1; }
     memcpy(e->keep, keep.buf, 65536);
     PyBuffer_Release(&keep);
+    e->out_fd = -1;
     e->max_pending = mp; e->window = win; e->exit_grace = grace; e->max_queued = mq;
     Py_INCREF(note_cb); Py_INCREF(dec_cb); Py_INCREF(decode_cb); Py_INCREF(rec_cls); Py_INCREF(ferr);
     e->note_cb = note_cb; e->decompress_cb = dec_cb; e->decode_cb = decode_cb; e->record_cls = rec_cls;
@@ -1647,13 +1706,13 @@ static int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
  * collection. */
 static int Engine_traverse(Engine *e, visitproc visit, void *arg) {
     Py_VISIT(e->note_cb); Py_VISIT(e->decompress_cb); Py_VISIT(e->decode_cb); Py_VISIT(e->record_cls);
-    Py_VISIT(e->format_error); Py_VISIT(e->comms); Py_VISIT(e->big_counts); Py_VISIT(e->events);
+    Py_VISIT(e->format_error); Py_VISIT(e->sink_error); Py_VISIT(e->comms); Py_VISIT(e->big_counts); Py_VISIT(e->events);
     return 0;
 }
 
 static int Engine_clear(Engine *e) {
     Py_CLEAR(e->note_cb); Py_CLEAR(e->decompress_cb); Py_CLEAR(e->decode_cb); Py_CLEAR(e->record_cls);
-    Py_CLEAR(e->format_error); Py_CLEAR(e->comms); Py_CLEAR(e->big_counts); Py_CLEAR(e->events);
+    Py_CLEAR(e->format_error); Py_CLEAR(e->sink_error); Py_CLEAR(e->comms); Py_CLEAR(e->big_counts); Py_CLEAR(e->events);
     return 0;
 }
 
@@ -1690,6 +1749,9 @@ static PyMethodDef Engine_methods[] = {
      "a damaged record the sorter held raises its own error"},
     {"output", (PyCFunction)Engine_output, METH_NOARGS, "the output so far (bytes, events or None)"},
     {"progress", (PyCFunction)Engine_progress, METH_NOARGS, "(records, samples) so far"},
+    {"sink", (PyCFunction)Engine_sink, METH_VARARGS,
+     "sink(fd, error): MODE_FILE writes its records to fd itself; output() gives None or foreign records"},
+    {"sunk", (PyCFunction)Engine_sunk, METH_NOARGS, "bytes written to the sink so far"},
     {"leftover", (PyCFunction)Engine_leftover, METH_NOARGS, "(bytes of a cut compressed record, offset)"},
     {"state", (PyCFunction)Engine_state, METH_NOARGS, "the counts, for a StitchReport"},
     {NULL}

@@ -87,11 +87,21 @@ class _Raw(io.FileIO):
             raise
         except OSError as err:
             raise OutputError(self.label, _reason(err)) from None
-        if self.dropped is not None and n:
+        if n:
+            self.wrote(n)
+        return n
+
+    def error(self, errno):
+        """The one line of a write to this file that failed with ``errno`` (also the C
+        engine's, which writes stitch's records to the file itself)."""
+        return OutputError(self.label, os.strerror(errno))
+
+    def wrote(self, n):
+        """n more bytes were written to the file (by write(), or by the C engine)."""
+        if self.dropped is not None:
             self.written += n
             if self.written - self.dropped >= 2 * DROP_BEHIND:
                 self.drop_behind()
-        return n
 
     def drop_behind(self):
         upto = self.written - DROP_BEHIND
