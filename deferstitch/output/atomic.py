@@ -59,7 +59,7 @@ def _reason(err):
     return err.strerror or str(err)
 
 
-DROP_BEHIND = 8 << 20     # bytes of a temporary kept in the page cache behind the writes
+DROP_BEHIND = 8 << 20     # a temporary goes to disk and leaves the page cache by pieces of this
 
 
 class _Raw(io.FileIO):
@@ -67,18 +67,19 @@ class _Raw(io.FileIO):
     when their buffer fills (one call per 8 KiB, or per chunk of the C engine), so it costs
     nothing measurable.
 
-    ``drop_behind`` (our temporary, fsync'd at commit anyway): every DROP_BEHIND bytes, the
-    kernel is asked to write back what came before the last DROP_BEHIND and to drop the pages
-    it has written (POSIX_FADV_DONTNEED), so a big output goes to disk as it is made instead of
-    all at the fsync, and cycles through a few MB of page cache instead of taking fresh memory
-    for each of its pages (on a VM whose free memory goes back to the host, that fresh memory
-    cost stitch 5-10 s of kernel time per 690 MB: bench/PROFILE.md)."""
+    ``drop_behind`` (our temporary, fsync'd at commit anyway): Linux's streaming write. Once a
+    piece of DROP_BEHIND bytes is written, its writeback starts (sync_file_range); the piece
+    before it, started one piece earlier, is waited for and dropped from the page cache
+    (POSIX_FADV_DONTNEED). So a big output goes to disk as it is made instead of all at the
+    fsync, and cycles through two pieces of page cache instead of taking fresh memory for each
+    of its pages (on a VM whose free memory goes back to the host, that fresh memory cost
+    stitch 5-10 s of kernel time per 690 MB: bench/PROFILE.md)."""
 
     def __init__(self, fd, mode, name, closefd=True, drop_behind=False):
         super().__init__(fd, mode, closefd=closefd)
         self.label = name
-        self.written = 0
-        self.dropped = 0 if drop_behind and hasattr(os, "posix_fadvise") else None
+        self.written = 0            # bytes written (the temporary is written in order)
+        self.dropped = 0 if drop_behind and _sync_file_range() is not None else None
 
     def write(self, b):
         try:
@@ -98,19 +99,51 @@ class _Raw(io.FileIO):
 
     def wrote(self, n):
         """n more bytes were written to the file (by write(), or by the C engine)."""
-        if self.dropped is not None:
-            self.written += n
-            if self.written - self.dropped >= 2 * DROP_BEHIND:
-                self.drop_behind()
+        if self.dropped is None:
+            return
+        self.written += n
+        while self.dropped is not None and self.written - self.dropped >= 2 * DROP_BEHIND:
+            self.drop_behind(self.dropped)
 
-    def drop_behind(self):
-        upto = self.written - DROP_BEHIND
-        try:        # from 0: pages still being written back last time are dropped now
-            os.posix_fadvise(self.fileno(), 0, upto, os.POSIX_FADV_DONTNEED)
-        except OSError:         # only advice: a file system that takes none is written as is
+    def drop_behind(self, at):
+        """The pieces at ``at`` and after it are written: start the second's writeback, wait
+        for the first's and drop it."""
+        sync, fd, n = _sync_file_range(), self.fileno(), DROP_BEHIND
+        try:
+            sync(fd, at + n, n, _SFR_WRITE)
+            sync(fd, at, n, _SFR_WAIT_BEFORE | _SFR_WRITE | _SFR_WAIT_AFTER)
+            os.posix_fadvise(fd, at, n, os.POSIX_FADV_DONTNEED)
+        except OSError:     # a write-back error is the fsync's to report, at commit
             self.dropped = None
             return
-        self.dropped = upto
+        self.dropped = at + n
+
+
+_SFR_WAIT_BEFORE, _SFR_WRITE, _SFR_WAIT_AFTER = 1, 2, 4     # <linux/fs.h>
+_sfr = []
+
+
+def _sync_file_range():
+    """libc's sync_file_range(fd, offset, nbytes, flags), raising OSError; None where there is
+    none (not Linux). Loaded when an output is first made (ctypes: not for every command)."""
+    if not _sfr:
+        func = None
+        if sys.platform.startswith("linux") and hasattr(os, "posix_fadvise"):
+            try:
+                import ctypes
+                libc = ctypes.CDLL(None, use_errno=True)
+                raw = libc.sync_file_range
+                raw.argtypes = (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
+                raw.restype = ctypes.c_int
+
+                def func(fd, offset, nbytes, flags):
+                    if raw(fd, offset, nbytes, flags) != 0:
+                        err = ctypes.get_errno()
+                        raise OSError(err, os.strerror(err))
+            except (ImportError, OSError, AttributeError):
+                func = None
+        _sfr.append(func)
+    return _sfr[0]
 
 
 def _wrap(raw, binary, seekable):
