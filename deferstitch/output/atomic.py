@@ -79,7 +79,7 @@ class _Raw(io.FileIO):
         super().__init__(fd, mode, closefd=closefd)
         self.label = name
         self.written = 0            # bytes written (the temporary is written in order)
-        self.dropped = 0 if drop_behind and _sync_file_range() is not None else None
+        self.dropped = 0 if drop_behind else None
 
     def write(self, b):
         try:
@@ -109,6 +109,9 @@ class _Raw(io.FileIO):
         """The pieces at ``at`` and after it are written: start the second's writeback, wait
         for the first's and drop it."""
         sync, fd, n = _sync_file_range(), self.fileno(), DROP_BEHIND
+        if sync is None:
+            self.dropped = None
+            return
         try:
             sync(fd, at + n, n, _SFR_WRITE)
             sync(fd, at, n, _SFR_WAIT_BEFORE | _SFR_WRITE | _SFR_WAIT_AFTER)
@@ -125,7 +128,8 @@ _sfr = []
 
 def _sync_file_range():
     """libc's sync_file_range(fd, offset, nbytes, flags), raising OSError; None where there is
-    none (not Linux). Loaded when an output is first made (ctypes: not for every command)."""
+    none (not Linux). Loaded when an output first reaches 2 * DROP_BEHIND (ctypes' import
+    is a few ms: not for every small output)."""
     if not _sfr:
         func = None
         if sys.platform.startswith("linux") and hasattr(os, "posix_fadvise"):
