@@ -878,12 +878,12 @@ static int sink_flush(Engine *e) {
     size_t n = e->out_len;
     while (n) {
         ssize_t w = write(e->out_fd, p, n > ((size_t)1 << 30) ? (size_t)1 << 30 : n);
-        if (w < 0) {
-            if (errno == EINTR) {
+        if (w <= 0) {
+            if (w < 0 && errno == EINTR) {
                 if (PyErr_CheckSignals() < 0) return -1;    /* Ctrl-C: the output is dropped */
                 continue;
             }
-            PyObject *exc = PyObject_CallFunction(e->sink_error, "i", errno);
+            PyObject *exc = PyObject_CallFunction(e->sink_error, "i", w < 0 ? errno : EIO);
             if (exc) { PyErr_SetObject((PyObject *)Py_TYPE(exc), exc); Py_DECREF(exc); }
             return -1;
         }
