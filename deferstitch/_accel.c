@@ -17,8 +17,9 @@
  * so each is decoded in one place and damage raises the Python path's FormatError, after the
  * engine delivered what the Python path delivers before it (failed()).
  *
- * Outputs: MODE_FILE returns the stitched data section as bytes (a list of bytes and foreign
- * records when there were any: the Python writer writes those); MODE_EVENTS returns, in the
+ * Outputs: MODE_FILE writes the stitched data section to the output file itself when given
+ * one (sink(): no bytes object per chunk), else returns it as bytes; when foreign records came,
+ * a list of them and bytes, for the Python writer to write in turn; MODE_EVENTS returns, in the
  * order the Python feed calls observe() and the stitcher's sink, the side-band records
  * (perfdata.reader.Record) and one tuple per resolved sample
  * (pid, tid, comm, ips as native u64 bytes, period, attr index); MODE_ORDERED adds (cpu, time,
@@ -31,10 +32,12 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* uapi record types (include/uapi/linux/perf_event.h, tools/lib/perf/include/perf/event.h) */
 #define T_MMAP 1
@@ -69,6 +72,8 @@ enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2, MODE_ORDERED = 3, MODE_COU
 enum { K_STITCHED, K_PASSED, K_LOST, K_LOST_AFTER, K_EXITED, K_ENDED, K_EVICTED, K_NO_TASK, NKEYS };
 #define PENDING (-1)
 #define KEEP_FIRST 20
+#define POOL_CLASSES 1025          /* rclass(0xFFFF) + 1 */
+#define POOL_MAX ((size_t)64 << 20)
 
 static PyObject *Limit;
 
@@ -86,8 +91,6 @@ typedef struct Rec {
     uint16_t type, misc;
     unsigned char data[];
 } Rec;
-
-static void rec_free(Rec *r) { if (r) { Py_XDECREF(r->obj); free(r); } }
 
 typedef struct Stack {
     uint64_t cookie, time, served;
@@ -223,6 +226,7 @@ typedef struct {
     uint64_t zoffset;
     /* sorter */
     HItem *heap; size_t hn, hcap;
+    HItem *run; size_t rhead, rlen, rcap;     /* the sorter's in-order run (q_push) */
     uint64_t seq, next_flush, max_time, last_flushed;
     int have_next_flush;
     uint64_t rounds, unordered, max_queued_seen, forced_flushes;
@@ -230,6 +234,7 @@ typedef struct {
     uint64_t counts[65536], nrecords;
     PyObject *big_counts;       /* record types past 16 bits (foreign records): type -> count */
     PyObject *comms;            /* tid -> comm (dict) */
+    Map comm_of;                /* the same, for the samples' lookups: tid -> comm (a reference) */
     FItem *fifo; size_t fhead, flen, fcap;
     uint64_t deferred_without_tid;
     /* stitcher */
@@ -248,6 +253,9 @@ typedef struct {
     uint64_t count_seq, sample_seq;
     /* output */
     unsigned char *out; size_t out_len, out_cap;
+    int out_fd;                 /* MODE_FILE: the file the engine writes itself (sink()), or -1 */
+    PyObject *sink_error;       /* errno -> the exception a failed write raises */
+    uint64_t sunk;              /* bytes written to out_fd */
     PyObject *events;
     Agg *aggs; size_t nagg, aggcap;
     size_t *aslot; size_t acap;     /* open addressing over aggs: index + 1, 0 empty */
@@ -256,7 +264,57 @@ typedef struct {
     uint64_t rewritten, truncated, truncated_frames;   /* truncated: stitched samples cut to fit */
     int failed, finished, flushed;
     int decode_damage;          /* the error came from the Python decoders (see damaged()) */
+    /* pools: freed records and samples, reused (records by size class of 64 bytes) */
+    Rec *rpool[POOL_CLASSES]; size_t rpool_bytes;
+    Samp *spool;
 } Engine;
+
+/* ---- pools for queued records and samples ------------------------------------------------
+ * Every record the sorter or the hold-back FIFO holds is a copy, freed a little later, and each
+ * sample has its Samp: millions of malloc/free pairs of a few sizes, a fifth of `stitch` in
+ * glibc's bins. Freed ones go to a free list (records per 64-byte size class, linked through
+ * ``obj``; samples through ``tnext``) and are taken again first; at most POOL_MAX bytes of
+ * records are kept, so a burst of one size does not hold memory another size cannot use. */
+static inline size_t rclass(uint32_t size) { return ((size_t)size + 63) >> 6; }
+
+static Rec *rec_alloc(Engine *e, uint32_t size) {
+    size_t c = rclass(size);
+    Rec *r = e->rpool[c];
+    if (r) {
+        e->rpool[c] = (Rec *)r->obj;
+        e->rpool_bytes -= c << 6;
+    } else if (!(r = malloc(sizeof(Rec) + (c << 6)))) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    r->obj = NULL; r->size = size;
+    return r;
+}
+
+static void rec_free(Engine *e, Rec *r) {
+    if (!r) return;
+    Py_CLEAR(r->obj);
+    size_t c = rclass(r->size);
+    if (e->rpool_bytes + (c << 6) > POOL_MAX) { free(r); return; }
+    r->obj = (PyObject *)e->rpool[c];
+    e->rpool[c] = r;
+    e->rpool_bytes += c << 6;
+}
+
+static Samp *samp_alloc(Engine *e) {
+    Samp *s = e->spool;
+    if (!s) return calloc(1, sizeof(Samp));
+    e->spool = s->tnext;
+    memset(s, 0, sizeof(*s));
+    return s;
+}
+
+static void pools_free(Engine *e) {
+    for (size_t c = 0; c < POOL_CLASSES; c++)
+        while (e->rpool[c]) { Rec *r = e->rpool[c]; e->rpool[c] = (Rec *)r->obj; free(r); }
+    e->rpool_bytes = 0;
+    while (e->spool) { Samp *s = e->spool; e->spool = s->tnext; free(s); }
+}
 
 /* A limit of the engine's (not damage): Limit(offset, message); engine.py makes it the error. */
 static PyObject *fail(Engine *e, const char *msg, unsigned long long at) {
@@ -807,17 +865,42 @@ static int emit(Engine *e, Samp *s) {
 }
 
 /* ---- output (stitched_file.py, writer.py) ---------------------------------------------- */
-static void samp_free(Samp *s) {
+static void samp_free(Engine *e, Samp *s) {
     Py_XDECREF(s->comm);
     stack_put(s->user);
-    free(s->rec);
-    free(s);
+    rec_free(e, s->rec);
+    s->tnext = e->spool;
+    e->spool = s;
+}
+
+/* Write e->out to the sink (sink()): the bytes leave without a Python object. */
+static int sink_flush(Engine *e) {
+    const unsigned char *p = e->out;
+    size_t n = e->out_len;
+    while (n) {
+        ssize_t w = write(e->out_fd, p, n > ((size_t)1 << 30) ? (size_t)1 << 30 : n);
+        if (w <= 0) {
+            if (w < 0 && errno == EINTR) {
+                if (PyErr_CheckSignals() < 0) return -1;    /* Ctrl-C: the output is dropped */
+                continue;
+            }
+            PyObject *exc = PyObject_CallFunction(e->sink_error, "i", w < 0 ? errno : EIO);
+            if (exc) { PyErr_SetObject((PyObject *)Py_TYPE(exc), exc); Py_DECREF(exc); }
+            return -1;
+        }
+        p += w; n -= (size_t)w; e->sunk += (uint64_t)w;
+    }
+    e->out_len = 0;
+    return 0;
 }
 
 static int out_record(Engine *e, Rec *r) {
     int rc = 0;
     if (r->obj) {           /* a foreign record: MODE_FILE hands it to the Python writer in turn */
-        if (e->mode == MODE_FILE) {
+        if (e->mode == MODE_FILE && e->out_fd >= 0 && PyList_GET_SIZE(e->events) == 0) {
+            /* what came before it is written now; what follows waits in e->out (take_output) */
+            rc = sink_flush(e) == 0 && PyList_Append(e->events, r->obj) == 0 ? 0 : -1;
+        } else if (e->mode == MODE_FILE) {
             PyObject *b = PyBytes_FromStringAndSize((const char *)e->out, (Py_ssize_t)e->out_len);
             rc = b && PyList_Append(e->events, b) == 0 && PyList_Append(e->events, r->obj) == 0 ? 0 : -1;
             Py_XDECREF(b);
@@ -827,7 +910,7 @@ static int out_record(Engine *e, Rec *r) {
         if (e->keep[r->type]) rc = out_put(e, r->data, r->size);
         else e->dropped[r->type]++;
     }
-    rec_free(r);
+    rec_free(e, r);
     return rc;
 }
 
@@ -856,7 +939,7 @@ static int out_sample(Engine *e, Samp *s) {
             uint64_t un = keep ? 1 + keep : 0;
             uint64_t nr = s->knr + un;
             size_t size = base + 8 * un;
-            if (reserve(&e->out, &e->out_cap, e->out_len + size) < 0) { samp_free(s); return -1; }
+            if (reserve(&e->out, &e->out_cap, e->out_len + size) < 0) { samp_free(e, s); return -1; }
             unsigned char *p = e->out + e->out_len;
             memcpy(p, r->data, s->chain_off);
             memcpy(p + s->chain_off, &nr, 8);
@@ -875,7 +958,7 @@ static int out_sample(Engine *e, Samp *s) {
             e->rewritten++;
         }
     }
-    samp_free(s);
+    samp_free(e, s);
     return rc;
 }
 
@@ -914,7 +997,7 @@ static int drain(Engine *e) {
 
 static int push(Engine *e, Rec *r) {
     if (!e->flen) return out_record(e, r);
-    if (fifo_append(e, r, NULL) < 0) { free(r); return -1; }
+    if (fifo_append(e, r, NULL) < 0) { rec_free(e, r); return -1; }
     if (e->flen > e->window) {
         if (evict_oldest(e) < 0) return -1;
         return drain(e);
@@ -954,7 +1037,7 @@ static void damaged(Engine *e, Rec *r) {
         PyErr_Format(PyExc_RuntimeError, "the C engine found damage in the record at offset %llu "
                      "that the Python decoders took", (unsigned long long)r->offset);
     }
-    rec_free(r);
+    rec_free(e, r);
 }
 
 static int get_opt(PyObject *t, Py_ssize_t i, int *has, uint64_t *v) {
@@ -991,8 +1074,8 @@ static int do_sample(Engine *e, Rec *r) {
     int ent = entry_of_sample(e, r);
     Layout *L = ent >= 0 ? &e->lay[ent] : NULL;
     uint32_t size = r->size;
-    Samp *s = calloc(1, sizeof(Samp));
-    if (!s) { rec_free(r); PyErr_NoMemory(); return -1; }
+    Samp *s = samp_alloc(e);
+    if (!s) { rec_free(e, r); PyErr_NoMemory(); return -1; }
     const unsigned char *d = r->data;
     s->rec = r; s->outcome = PENDING;
     int chain = 0;
@@ -1012,7 +1095,7 @@ static int do_sample(Engine *e, Rec *r) {
         s->chain_end = L->has_chain ? off + 8 + 8 * (uint32_t)rd64(d + off) : off;
         chain = L->has_chain;
     } else if ((chain = python_sample(e, s)) < 0) {    /* another layout, or damage */
-        free(s); rec_free(r);
+        s->rec = NULL; samp_free(e, s); rec_free(e, r);
         return -1;
     }
     s->seq = e->sample_seq++;
@@ -1028,21 +1111,17 @@ static int do_sample(Engine *e, Rec *r) {
             /* the marker without a cookie: matched by task order, which only Python does;
              * engine.unavailable() sends such files there, this is a stream it cannot probe */
             uint64_t at = r->offset;
-            free(s); rec_free(r);
+            s->rec = NULL; samp_free(e, s); rec_free(e, r);
             FAIL(e, "deferred callchain without a cookie (the pre-cookie layout), which the "
                     "engine does not match: run with DEFERSTITCH_ACCEL=0", at);
         }
     }
     if (s->has_tid) {
-        PyObject *k = PyLong_FromLongLong(s->tid);
-        if (!k) { samp_free(s); return -1; }
-        PyObject *c = PyDict_GetItemWithError(e->comms, k);
-        Py_DECREF(k);
-        if (!c && PyErr_Occurred()) { samp_free(s); return -1; }
+        PyObject *c = map_get(&e->comm_of, (uint64_t)s->tid);
         Py_XINCREF(c);
         s->comm = c;
     }
-    if (fifo_append(e, NULL, s) < 0) { samp_free(s); return -1; }
+    if (fifo_append(e, NULL, s) < 0) { samp_free(e, s); return -1; }
     if (s->has_cookie && (!s->has_tid || !s->has_time)) {     /* perf cannot match these either */
         e->samples++;
         if (unmatched(e, s, K_NO_TASK) < 0) return -1;
@@ -1071,9 +1150,21 @@ static int do_deferred(Engine *e, Rec *r) {
     int rc = 0;
     if (!has_tid) e->deferred_without_tid++;
     else rc = st_deferred(e, tid, cookie, has_time, time, ips, nr, frames, dropped);
-    rec_free(r);
+    rec_free(e, r);
     if (rc < 0) return -1;
     return has_tid ? drain(e) : 0;
+}
+
+/* comms[tid] = comm, in the dict (the state) and in comm_of (the samples' lookups) */
+static int comm_set(Engine *e, int64_t tid, PyObject *comm) {
+    PyObject *k = PyLong_FromLongLong(tid);
+    if (!k || PyDict_SetItem(e->comms, k, comm) < 0) { Py_XDECREF(k); return -1; }
+    Py_DECREF(k);
+    PyObject *old = map_get(&e->comm_of, (uint64_t)tid);
+    if (map_put(&e->comm_of, (uint64_t)tid, comm) < 0) { PyErr_NoMemory(); return -1; }
+    Py_INCREF(comm);
+    Py_XDECREF(old);
+    return 0;
 }
 
 static int do_comm(Engine *e, Rec *r) {
@@ -1086,9 +1177,8 @@ static int do_comm(Engine *e, Rec *r) {
         n = z ? z - (r->data + 16) : end - 16;
     }
     PyObject *comm = PyUnicode_DecodeUTF8((const char *)r->data + 16, n, "replace");
-    PyObject *k = PyLong_FromLongLong(tid);
-    int rc = (!comm || !k) ? -1 : PyDict_SetItem(e->comms, k, comm);
-    Py_XDECREF(comm); Py_XDECREF(k);
+    int rc = comm ? comm_set(e, tid, comm) : -1;
+    Py_XDECREF(comm);
     return rc;
 }
 
@@ -1099,9 +1189,9 @@ static int feed_record(Engine *e, Rec *r) {
     e->nrecords++;
     if (EVENTS(e) && (t == T_MMAP || t == T_MMAP2 || t == T_COMM || t == T_FORK
                                    || t == T_EXIT || t == T_KSYMBOL)) {
-        if (e->nagg && flush_aggs(e) < 0) { free(r); return -1; }    /* names change from here */
+        if (e->nagg && flush_aggs(e) < 0) { rec_free(e, r); return -1; }    /* names change from here */
         PyObject *o = make_record(e, r);          /* what PerfContext.observe sees */
-        if (!o || PyList_Append(e->events, o) < 0) { Py_XDECREF(o); free(r); return -1; }
+        if (!o || PyList_Append(e->events, o) < 0) { Py_XDECREF(o); rec_free(e, r); return -1; }
         Py_DECREF(o);
     }
     switch (t) {
@@ -1110,7 +1200,7 @@ static int feed_record(Engine *e, Rec *r) {
     case T_DEFERRED:
         return do_deferred(e, r);
     case T_COMM:
-        if ((rc = do_comm(e, r)) < 0) { if (rc == -1) rec_free(r); return -1; }
+        if ((rc = do_comm(e, r)) < 0) { if (rc == -1) rec_free(e, r); return -1; }
         break;
     case T_EXIT: {
         if (r->size < 32) DAMAGED(e, r);
@@ -1123,12 +1213,9 @@ static int feed_record(Engine *e, Rec *r) {
     case T_FORK: {
         if (r->size < 32) DAMAGED(e, r);
         int64_t tid = (int32_t)rd32(r->data + 16), ptid = (int32_t)rd32(r->data + 20);
-        if (st_reuse(e, tid) < 0) { free(r); return -1; }
-        PyObject *pk = PyLong_FromLongLong(ptid), *k = PyLong_FromLongLong(tid);
-        PyObject *c = (pk && k) ? PyDict_GetItemWithError(e->comms, pk) : NULL;
-        rc = (!pk || !k || (!c && PyErr_Occurred())) ? -1 : c ? PyDict_SetItem(e->comms, k, c) : 0;
-        Py_XDECREF(pk); Py_XDECREF(k);
-        if (rc < 0) { free(r); return -1; }
+        if (st_reuse(e, tid) < 0) { rec_free(e, r); return -1; }
+        PyObject *c = map_get(&e->comm_of, (uint64_t)ptid);
+        if (c && comm_set(e, tid, c) < 0) { rec_free(e, r); return -1; }
         break;
     }
     case T_LOST:
@@ -1158,6 +1245,47 @@ static Rec *heap_pop(Engine *e) {
     }
     if (n) e->heap[i] = last;
     return top.rec;
+}
+
+/* The sorter's queue is a heap and a run: records that come in time order (most of them: a
+ * round is mostly one CPU's buffer after another, and files we wrote are sorted) are appended
+ * to the run, a FIFO, for O(1) each; the others go to the heap. The next record is the smaller
+ * of the two heads, by (time, sequence): the same order as one heap (sorter.py). */
+static inline size_t q_len(Engine *e) { return e->hn + e->rlen; }
+
+static inline HItem *q_min(Engine *e) {
+    if (!e->rlen) return &e->heap[0];
+    HItem *r = &e->run[e->rhead];
+    return e->hn && hless(&e->heap[0], r) ? &e->heap[0] : r;
+}
+
+static Rec *q_pop(Engine *e) {
+    if (e->rlen && (!e->hn || hless(&e->run[e->rhead], &e->heap[0]))) {
+        Rec *r = e->run[e->rhead].rec;
+        e->rhead = (e->rhead + 1) & (e->rcap - 1);
+        e->rlen--;
+        return r;
+    }
+    return heap_pop(e);
+}
+
+static int heap_push(Engine *e, uint64_t time, Rec *r);
+
+static int q_push(Engine *e, uint64_t time, Rec *r) {
+    if (e->rlen && e->run[(e->rhead + e->rlen - 1) & (e->rcap - 1)].time > time)
+        return heap_push(e, time, r);
+    if (e->rlen == e->rcap) {       /* grow, the ring unrolled from its head */
+        size_t cap = e->rcap ? 2 * e->rcap : 4096;
+        HItem *n = malloc(cap * sizeof(HItem));
+        if (!n) { PyErr_NoMemory(); return -1; }
+        for (size_t i = 0; i < e->rlen; i++) n[i] = e->run[(e->rhead + i) & (e->rcap - 1)];
+        free(e->run);
+        e->run = n; e->rcap = cap; e->rhead = 0;
+    }
+    HItem it = { time, e->seq++, r };
+    e->run[(e->rhead + e->rlen) & (e->rcap - 1)] = it;
+    e->rlen++;
+    return 0;
 }
 
 static int heap_push(Engine *e, uint64_t time, Rec *r) {
@@ -1200,9 +1328,9 @@ static int sort_record(Engine *e, Rec *r) {
     if (r->type == T_FINISHED_ROUND) {
         e->rounds++;
         if (e->have_next_flush)
-            while (e->hn && e->heap[0].time <= e->next_flush) {
-                e->last_flushed = e->heap[0].time;
-                if (feed_record(e, heap_pop(e)) < 0) { free(r); return -1; }
+            while (q_len(e) && q_min(e)->time <= e->next_flush) {
+                e->last_flushed = q_min(e)->time;
+                if (feed_record(e, q_pop(e)) < 0) { rec_free(e, r); return -1; }
             }
         e->next_flush = e->max_time; e->have_next_flush = 1;
         return feed_record(e, r);
@@ -1211,13 +1339,13 @@ static int sort_record(Engine *e, Rec *r) {
     if (!time_of(e, r, &t)) return feed_record(e, r);
     if (t < e->last_flushed) e->unordered++;
     if (t > e->max_time) e->max_time = t;
-    if (heap_push(e, t, r) < 0) { free(r); return -1; }
-    if (e->hn > e->max_queued_seen) e->max_queued_seen = e->hn;
-    if (e->hn > e->max_queued) {
+    if (q_push(e, t, r) < 0) { rec_free(e, r); return -1; }
+    if (q_len(e) > e->max_queued_seen) e->max_queued_seen = q_len(e);
+    if (q_len(e) > e->max_queued) {
         e->forced_flushes++;
-        for (size_t k = e->hn / 2; k; k--) {
-            e->last_flushed = e->heap[0].time;
-            if (feed_record(e, heap_pop(e)) < 0) return -1;
+        for (size_t k = q_len(e) / 2; k; k--) {
+            e->last_flushed = q_min(e)->time;
+            if (feed_record(e, q_pop(e)) < 0) return -1;
         }
     }
     return 0;
@@ -1256,9 +1384,9 @@ static int foreign(Engine *e, PyObject *obj, uint32_t type, uint64_t at) {
         Py_XDECREF(k); Py_XDECREF(m);
         if (rc < 0) return -1;
     }
-    Rec *r = malloc(sizeof(Rec));
-    if (!r) { PyErr_NoMemory(); return -1; }
-    r->offset = at; r->size = 0; r->type = 0xFFFF; r->misc = 0;
+    Rec *r = rec_alloc(e, 0);
+    if (!r) return -1;
+    r->offset = at; r->type = 0xFFFF; r->misc = 0;
     Py_INCREF(obj); r->obj = obj;
     return push(e, r);
 }
@@ -1273,15 +1401,15 @@ static int frame_inner(Engine *e);
 /* One whole record of the stream at file offset ``at`` (``inner``: from a container). */
 static int take(Engine *e, const unsigned char *p, uint32_t size, uint64_t at, int inner) {
     uint16_t t = rd16(p);
-    Rec *r = malloc(sizeof(Rec) + size);
-    if (!r) { PyErr_NoMemory(); return -1; }
-    r->offset = at; r->obj = NULL; r->size = size; r->type = t; r->misc = rd16(p + 4);
+    Rec *r = rec_alloc(e, size);
+    if (!r) return -1;
+    r->offset = at; r->type = t; r->misc = rd16(p + 4);
     memcpy(r->data, p, size);
-    if (is_note(t) && note(e, r) < 0) { free(r); return -1; }
+    if (is_note(t) && note(e, r) < 0) { rec_free(e, r); return -1; }
     if (inner || (t != T_COMPRESSED && t != T_COMPRESSED2)) return sort_record(e, r);
     /* the container is yielded first, then its contents (reader.py) */
     PyObject *o = make_record(e, r);
-    if (!o) { free(r); return -1; }
+    if (!o) { rec_free(e, r); return -1; }
     if (sort_record(e, r) < 0) { Py_DECREF(o); return -1; }
     PyObject *raw = PyObject_CallOneArg(e->decompress_cb, o);
     Py_DECREF(o);
@@ -1331,6 +1459,10 @@ static int frame_inner(Engine *e) {
 
 /* ---- the Python type ------------------------------------------------------------------- */
 static PyObject *take_output(Engine *e) {
+    if (e->mode == MODE_FILE && e->out_fd >= 0 && PyList_GET_SIZE(e->events) == 0) {
+        if (sink_flush(e) < 0) return NULL;
+        Py_RETURN_NONE;                 /* all written */
+    }
     if (e->mode == MODE_FILE) {
         PyObject *b = PyBytes_FromStringAndSize((const char *)e->out, (Py_ssize_t)e->out_len);
         if (!b) return NULL;
@@ -1367,13 +1499,13 @@ static int usable(Engine *e) {
  * goes to the feed, then the stitcher gives up what waits and the FIFO drains. */
 static int flush_sorter(Engine *e) {
     e->flushed = 1;
-    while (e->hn)
-        if (feed_record(e, heap_pop(e)) < 0) return -1;
+    while (q_len(e))
+        if (feed_record(e, q_pop(e)) < 0) return -1;
     return 0;
 }
 
 static int end_stitch(Engine *e) {
-    while (e->hn) rec_free(heap_pop(e));       /* left in the sorter by a damaged record */
+    while (q_len(e)) rec_free(e, q_pop(e));       /* left in the sorter by a damaged record */
     e->finished = 1;
     return st_finish(e) < 0 || drain(e) < 0 ? -1 : 0;
 }
@@ -1451,6 +1583,30 @@ static PyObject *Engine_finish(Engine *e, PyObject *noarg) {
 static PyObject *Engine_output(Engine *e, PyObject *noarg) {
     if (cleared(e)) return NULL;
     return take_output(e);
+}
+
+/* sink(fd, error): MODE_FILE writes its records to fd itself (at fd's offset, after whatever
+ * the caller wrote and flushed), and output() gives None, or, when foreign records came, the
+ * list [Record, bytes, Record, ..., bytes] for the caller to write after what the engine wrote.
+ * error(errno) makes the exception of a failed write (the output's one line). */
+static PyObject *Engine_sink(Engine *e, PyObject *args) {
+    int fd;
+    PyObject *err;
+    if (!PyArg_ParseTuple(args, "iO", &fd, &err)) return NULL;
+    if (cleared(e)) return NULL;
+    if (e->mode != MODE_FILE || fd < 0) {
+        PyErr_SetString(PyExc_ValueError, "sink: MODE_FILE and a file descriptor");
+        return NULL;
+    }
+    Py_INCREF(err);
+    Py_XSETREF(e->sink_error, err);
+    e->out_fd = fd;
+    Py_RETURN_NONE;
+}
+
+/* sunk(): bytes written to the sink so far */
+static PyObject *Engine_sunk(Engine *e, PyObject *noarg) {
+    return PyLong_FromUnsignedLongLong(e->sunk);
 }
 
 /* progress(): (records fed, samples) so far, for the progress line */
@@ -1540,6 +1696,7 @@ static int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
     if (keep.len != 65536) { PyBuffer_Release(&keep); PyErr_SetString(PyExc_ValueError, "keep: 65536 flags"); return -1; }
     memcpy(e->keep, keep.buf, 65536);
     PyBuffer_Release(&keep);
+    e->out_fd = -1;
     e->max_pending = mp; e->window = win; e->exit_grace = grace; e->max_queued = mq;
     Py_INCREF(note_cb); Py_INCREF(dec_cb); Py_INCREF(decode_cb); Py_INCREF(rec_cls); Py_INCREF(ferr);
     e->note_cb = note_cb; e->decompress_cb = dec_cb; e->decode_cb = decode_cb; e->record_cls = rec_cls;
@@ -1548,6 +1705,7 @@ static int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
     e->big_counts = PyDict_New();
     e->events = PyList_New(0);
     if (!e->comms || !e->big_counts || !e->events || map_init(&e->tasks, 1024) < 0
+            || map_init(&e->comm_of, 1024) < 0
             || map_init(&e->cellmap, 256) < 0)
         return -1;
     return load_plan(e, plan);
@@ -1557,31 +1715,35 @@ static int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
  * collection. */
 static int Engine_traverse(Engine *e, visitproc visit, void *arg) {
     Py_VISIT(e->note_cb); Py_VISIT(e->decompress_cb); Py_VISIT(e->decode_cb); Py_VISIT(e->record_cls);
-    Py_VISIT(e->format_error); Py_VISIT(e->comms); Py_VISIT(e->big_counts); Py_VISIT(e->events);
+    Py_VISIT(e->format_error); Py_VISIT(e->sink_error); Py_VISIT(e->comms); Py_VISIT(e->big_counts); Py_VISIT(e->events);
     return 0;
 }
 
 static int Engine_clear(Engine *e) {
     Py_CLEAR(e->note_cb); Py_CLEAR(e->decompress_cb); Py_CLEAR(e->decode_cb); Py_CLEAR(e->record_cls);
-    Py_CLEAR(e->format_error); Py_CLEAR(e->comms); Py_CLEAR(e->big_counts); Py_CLEAR(e->events);
+    Py_CLEAR(e->format_error); Py_CLEAR(e->sink_error); Py_CLEAR(e->comms); Py_CLEAR(e->big_counts); Py_CLEAR(e->events);
     return 0;
 }
 
 static void Engine_dealloc(Engine *e) {
     PyObject_GC_UnTrack(e);
-    while (e->hn) rec_free(heap_pop(e));
+    while (q_len(e)) rec_free(e, q_pop(e));
     for (size_t i = 0; i < e->flen; i++) {
         FItem *it = &e->fifo[(e->fhead + i) % e->fcap];
-        if (it->s) samp_free(it->s); else rec_free(it->rec);
+        if (it->s) samp_free(e, it->s); else rec_free(e, it->rec);
     }
     if (e->tasks.s)
         for (size_t i = 0; i < e->tasks.cap; i++)
             if (e->tasks.s[i].val) { Task *t = e->tasks.s[i].val; stack_put(t->stack); free(t); }
     for (size_t i = 0; i < e->ncells; i++) Py_XDECREF(e->cells[i].comm);
     free(e->tasks.s); free(e->by_id.s); free(e->cellmap.s); free(e->cells); free(e->lay);
-    free(e->zin); free(e->heap); free(e->fifo); free(e->ex); free(e->out);
+    free(e->zin); free(e->heap); free(e->run); free(e->fifo); free(e->ex); free(e->out);
     for (size_t i = 0; i < e->nagg; i++) { Py_XDECREF(e->aggs[i].comm); free(e->aggs[i].ips); }
     free(e->aggs); free(e->aslot); free(e->scratch);
+    pools_free(e);
+    if (e->comm_of.s)
+        for (size_t i = 0; i < e->comm_of.cap; i++) Py_XDECREF((PyObject *)e->comm_of.s[i].val);
+    free(e->comm_of.s);
     Engine_clear(e);
     Py_TYPE(e)->tp_free((PyObject *)e);
 }
@@ -1596,6 +1758,9 @@ static PyMethodDef Engine_methods[] = {
      "a damaged record the sorter held raises its own error"},
     {"output", (PyCFunction)Engine_output, METH_NOARGS, "the output so far (bytes, events or None)"},
     {"progress", (PyCFunction)Engine_progress, METH_NOARGS, "(records, samples) so far"},
+    {"sink", (PyCFunction)Engine_sink, METH_VARARGS,
+     "sink(fd, error): MODE_FILE writes its records to fd itself; output() gives None or foreign records"},
+    {"sunk", (PyCFunction)Engine_sunk, METH_NOARGS, "bytes written to the sink so far"},
     {"leftover", (PyCFunction)Engine_leftover, METH_NOARGS, "(bytes of a cut compressed record, offset)"},
     {"state", (PyCFunction)Engine_state, METH_NOARGS, "the counts, for a StitchReport"},
     {NULL}

@@ -117,11 +117,18 @@ def _engine_mode(out):
 def _run_engine(perf, out, args, ctx, mode):
     run = engine.EngineRun(perf, mode, args.max_pending,
                            keep=out.writer.keep_table() if mode == engine.MODE_FILE else None)
+    sink = out.writer.engine_sink() if mode == engine.MODE_FILE else None
+    if sink is not None:                    # the engine writes the records to the file itself
+        run.engine.sink(*sink)
     tick = _progress(perf, args.quiet)
     try:
         for chunk in run.chunks():
             if mode == engine.MODE_FILE:
-                if chunk.__class__ is bytes:
+                if sink is not None:
+                    out.writer.engine_wrote(run.engine.sunk())
+                if chunk is None:
+                    pass
+                elif chunk.__class__ is bytes:
                     out.writer.write_kept(chunk)
                 else:                       # records the engine passed as they are (AUXTRACE, ...)
                     for item in chunk:
@@ -142,10 +149,11 @@ def _run_engine(perf, out, args, ctx, mode):
                         observe(ev)
             if tick is not None:
                 tick.tick(run.offset, *run.engine.progress())
-    except Exception as err:   # damaged input: what was good before it is still written
-        _finish_engine(run, out, mode, tick, err if isinstance(err, FormatError) else None)
+    except FormatError as err:      # damaged input: what was good before it is still written
+        _finish_engine(run, out, mode, tick, err)
         raise
-    except BaseException:   # interrupted (Ctrl-C, SIGTERM): the output is dropped, not finished
+    except BaseException:   # interrupted (Ctrl-C, SIGTERM) or failed (a full disk): the output is
+        # dropped, not finished (finishing would only fail again and hide the first error)
         if tick is not None:
             tick.done()
         raise
@@ -157,6 +165,7 @@ def _finish_engine(run, out, mode, tick, error=None):
     if error is not None:
         rep.error = str(error)      # the report says it is of a part only (as PerfFeed.run)
     if mode == engine.MODE_FILE:
+        out.writer.engine_wrote(run.engine.sunk())
         for t, n in run.dropped.items():
             out.writer.dropped[t] = out.writer.dropped.get(t, 0) + n
         out.truncated, out.truncated_frames = run.truncated
@@ -186,10 +195,10 @@ def _run_python(perf, out, args, ctx):
                     observe=watchers[0] if len(watchers) == 1 else observe if watchers else None)
     try:
         feed.run()
-    except Exception:       # damaged input: what was good before it is still written
+    except FormatError:     # damaged input: what was good before it is still written
         _finish(out, feed, tick)
         raise
-    except BaseException:   # interrupted (Ctrl-C, SIGTERM): the output is dropped, not finished
+    except BaseException:   # interrupted (Ctrl-C, SIGTERM) or failed: dropped, not finished
         if tick is not None:
             tick.done()
         raise

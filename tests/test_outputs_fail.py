@@ -114,6 +114,22 @@ def test_full_disk_keeps_the_old_file(cmd, small, mount):
     assert snapshot(d) == before
 
 
+@pytest.mark.parametrize("accel", ["1", "0"], ids=["engine", "python"])
+def test_disk_full_in_the_middle_of_the_records(accel, small, mount):
+    """One free page: the header goes in, the records do not. On the engine, stitch's records
+    are written by the C engine itself (engine_sink): its failed write is the same one line."""
+    d = mount("size=64k")
+    (d / "out").write_bytes(OLD)
+    fill(d)
+    os.truncate(d / "filler", os.path.getsize(d / "filler") - 4096)
+    before = snapshot(d)
+    r = subprocess.run([sys.executable, "-m", "deferstitch", "stitch", str(small), "-q", "-o",
+                        str(d / "out")], capture_output=True, cwd=ROOT,
+                       env={**PYENV, "DEFERSTITCH_ACCEL": accel})
+    one_line_exit_2(r, "%s: No space left on device" % (d / "out"))
+    assert snapshot(d) == before
+
+
 @pytest.mark.parametrize("cmd", ["stitch", "folded"])
 def test_read_only_file_system(cmd, small, mount):
     d = mount("size=1m")

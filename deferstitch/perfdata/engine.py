@@ -1,7 +1,8 @@
 """Drive the C engine (deferstitch/_accel.c) over a perf.data: one pass, any input the reader takes.
 
-    reader's buffer --+-- whole ordinary records, in place ---------> Engine.feed --> bytes or events
-                      +-- the rest, framed by PerfData._slow_record --> Engine.feed / Engine.foreign
+    reader's buffer --+-- whole ordinary records, in place ---------> Engine.feed --> events, or
+                      +-- the rest, framed by PerfData._slow_record --> Engine.feed /    the stitched
+                                                                        Engine.foreign   file's records
 
 The engine does the per-record work of reader -> sorter -> PerfFeed -> Stitcher with the same
 rules. It frames ordinary records straight from the reader's buffer; the reader frames the rest
@@ -100,7 +101,8 @@ class EngineRun:
         self.offset = perf.data_start     # how far the input has been read (progress)
 
     def chunks(self):
-        """The engine's output after each read of the input (bytes, events or None). Damage
+        """The engine's output after each read of the input (bytes, events or None: see
+        Engine.sink in _accel.c for the stitched file the engine writes itself). Damage
         raises the Python path's FormatError after the last chunk, which holds what came before
         it, as the Python path delivers it."""
         perf, eng = self.perf, self.engine

@@ -74,14 +74,16 @@ class _Stream:
         return self.base + self.bpos
 
     def fill(self, n):
-        """Make n bytes available at bpos; fewer only at EOF."""
+        """Make n bytes available at bpos; fewer only at EOF. A record cut by the buffer's end
+        is completed by reading its rest only: the next read (a CHUNK) then becomes the buffer
+        as it is, with no join copying it (one copy of the whole input less)."""
         have = len(self.buf) - self.bpos
         if have >= n:
             return True
-        parts = [self.buf[self.bpos:]]
+        parts = [self.buf[self.bpos:]] if have else []
         while have < n:
             # bounded reads: a damaged length must not become one huge allocation
-            chunk = self.f.read(min(max(n - have, CHUNK), MAX_READ))
+            chunk = self.f.read(min(n - have if parts else max(n, CHUNK), MAX_READ))
             if not chunk:
                 break
             parts.append(chunk)

@@ -19,6 +19,7 @@ the data began (the block before the data is then left unused).
 zero), defer_callchain/defer_output cleared, and records perf 6.1 does not know (type 22, user
 types after FINISHED_INIT) left out and counted in ``dropped``.
 """
+import io
 import struct
 
 from ..abi import consts as C
@@ -47,6 +48,8 @@ class PerfWriter:
             self.pos += len(blob)
             self.front = (attrs, asize, blob)
         self.data_start = self.pos
+        self.sunk = 0               # bytes the C engine wrote to our file itself (engine_sink)
+        self.behind = False         # f's position is behind what the engine wrote
 
     def keep(self, rtype):
         """Whether a record of this type goes into the file."""
@@ -64,8 +67,38 @@ class PerfWriter:
         head = bytes(self.keep(t) for t in range(last + 1))
         return head + head[-1:] * (65536 - len(head))
 
+    def engine_sink(self):
+        """(fd, error) for the C engine to write its records to our file itself (no bytes object
+        per chunk: pipeline.py), or None when the file is not one of output/atomic.py's (a
+        test's BytesIO): error(errno) is that file's one-line OutputError."""
+        raw = getattr(self.f, "raw", None)
+        error = getattr(raw, "error", None)
+        try:
+            fd = self.f.fileno()
+        except (AttributeError, OSError, io.UnsupportedOperation):
+            return None
+        if error is None:
+            return None
+        self.f.flush()          # the engine writes after what we wrote
+        return fd, error
+
+    def engine_wrote(self, total):
+        """The engine has written ``total`` bytes to the file so far (engine_sink)."""
+        n = total - self.sunk
+        if n:
+            self.sunk, self.pos, self.behind = total, self.pos + n, True
+            wrote = getattr(self.f.raw, "wrote", None)     # (output/atomic.py: drop behind)
+            if wrote is not None:
+                wrote(n)
+
+    def _catch_up(self):
+        if self.behind:         # our buffered file's idea of the position is the engine's now
+            self.f.seek(self.pos)
+            self.behind = False
+
     def write(self, rec, data=None):
         """Write one record (``data`` replaces its bytes, e.g. a stitched sample)."""
+        self._catch_up()
         if rec.type == C.PERF_RECORD_HEADER_TRACING_DATA and len(rec.data) >= 12:
             n = struct.unpack_from(self.endian + "I", rec.data, 8)[0]
             self.tracing_data = rec.extra[:n]
@@ -81,6 +114,7 @@ class PerfWriter:
 
     def write_kept(self, data):
         """Records already filtered by ``keep`` (the C engine's output, see engine.py)."""
+        self._catch_up()
         self.f.write(data)
         self.pos += len(data)
 
@@ -88,6 +122,7 @@ class PerfWriter:
         """Finish the file: ``entries`` are the session's EventEntry objects, ``features`` maps
         feature bit -> raw payload. The file object is left open for the caller."""
         e = self.endian
+        self._catch_up()
         data = Section(self.data_start, self.pos - self.data_start)
         feats = dict(features)
         if self.tracing_data is not None:
