@@ -193,6 +193,18 @@ def test_the_engine_leaves_no_cookie_files_to_python(tmp_path):
 DEFERRED_SCENARIOS = [s for s in SCENARIOS if s != "baseline_fp_nodefer"]
 
 
+def _stitched_as_truth(truth, got):
+    """How many samples of ``got`` are stitched; each with the same user stack as in ``truth``
+    (the cookie run of the same capture): never another entry's stack."""
+    stitched = 0
+    for a, b in zip(truth, got):
+        assert (a.time, a.tid) == (b.time, b.tid)
+        if b.outcome == STITCHED:
+            assert a.outcome == STITCHED and tuple(b.user) == tuple(a.user), (a, b)
+            stitched += 1
+    return stitched
+
+
 @pytest.mark.parametrize("scenario", DEFERRED_SCENARIOS)
 def test_captures_without_cookies_never_get_another_entrys_stack(scenario, tmp_path):
     src, _folder = capture(scenario)
@@ -202,12 +214,7 @@ def test_captures_without_cookies_never_get_another_entrys_stack(scenario, tmp_p
     got, rep, _ = stitch(dst)
     assert rep.deferred_layout == "no-cookie" and trep.deferred_layout == "cookie"
     assert rep.conserved() and len(got) == len(truth) == rep.samples
-    stitched = 0
-    for a, b in zip(truth, got):
-        assert (a.time, a.tid) == (b.time, b.tid)
-        if b.outcome == STITCHED:
-            assert a.outcome == STITCHED and tuple(b.user) == tuple(a.user), (a, b)
-            stitched += 1
+    stitched = _stitched_as_truth(truth, got)
     have_stack = trep.stitched
     print("%s: %d of %d samples with a stack stitched without cookies (%.1f%%)"
           % (scenario, stitched, have_stack, 100.0 * stitched / have_stack))
@@ -225,12 +232,7 @@ def test_captures_as_the_precookie_series_writes_them(scenario, tmp_path):
     truth, trep, _ = stitch(src)
     got, rep, _ = stitch(dst)
     assert rep.conserved() and len(got) == len(truth) == rep.samples
-    stitched = 0
-    for a, b in zip(truth, got):
-        assert (a.time, a.tid) == (b.time, b.tid)
-        if b.outcome == STITCHED:
-            assert a.outcome == STITCHED and tuple(b.user) == tuple(a.user), (a, b)
-            stitched += 1
+    stitched = _stitched_as_truth(truth, got)
     share = 100.0 * stitched / trep.stitched
     print("%s (%s): %d of %d samples with a stack stitched (%.1f%%)"
           % (scenario, rep.extra["no_cookie_stacks"], stitched, trep.stitched, share))
