@@ -150,15 +150,21 @@ class Pprof:
         out.write(self._head)
         stacks = [W.locations_field(b) for b in self._stack_bodies]
         labels, tids, counts, periods = self._label_bytes, {}, self._counts, self._periods
-        mask, sample, values_field = (1 << 32) - 1, W.sample, W.values_field
+        mask, varint, parts = (1 << 32) - 1, W.varint, []
         for key, i in self._samples.items():
             t = key & _TID_MASK
             tl = tids.get(t)
             if tl is None:
                 tl = tids[t] = W.label(self._tid_key, 0, t if t != _TID_MASK else -1)
             key >>= _TID_BITS
-            out.write(sample(stacks[key >> 32], values_field((counts[i], periods[i])),
-                             labels[key & mask] + tl))
+            p = periods[i]
+            values = varint(counts[i]) + varint(p if p <= W.INT64_MAX else W.INT64_MAX)
+            body = b"".join((stacks[key >> 32], b"\x12", varint(len(values)), values, labels[key & mask], tl))
+            parts += (W.SAMPLE, varint(len(body)), body)        # W.sample(), inline: one per sample
+            if len(parts) > 3000:
+                out.write(b"".join(parts))
+                parts.clear()
+        out.write(b"".join(parts))
         for tag in (W.MAPPING, W.LOCATION, W.FUNCTION):
             for data in self._tables[tag]:
                 out.write(data)

@@ -17,6 +17,8 @@ def varint(v):
     """A base-128 varint; a negative int64 as its 64-bit two's complement (10 bytes)."""
     if 0 <= v < 128:
         return _ONE_BYTE[v]
+    if 0 < v < 16384:
+        return bytes(((v & 0x7F) | 0x80, v >> 7))
     if v < 0:
         v += 1 << 64
     out = bytearray()

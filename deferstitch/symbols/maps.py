@@ -21,12 +21,48 @@ class Map:
 
 
 class Maps:
+    SIGNATURES = 1 << 14      # distinct map sets kept before they are forgotten (sig_epoch)
+    SIGNED_MAPS = 512         # a process with more maps than this gets a signature of its own
+
     def __init__(self):
         self.by_pid = {}      # pid -> (starts list, maps list), sorted by start
         self.generation = 0   # bumped on every change: lets callers cache lookups
+        self.changed = {}     # pid -> the generation of its last change (the kernel's: pid -1)
+        self.sig_epoch = 0    # bumped when the signatures are forgotten
+        self._sigs = {}       # pid -> (its generation then, signature)
+        self._sets = {}       # map set (a tuple of map contents) -> signature
+
+    def _changed(self, pid):
+        self.generation += 1
+        self.changed[pid] = self.generation
+
+    def signature(self, pid):
+        """A number that two processes share while their maps are the same (same files at the
+        same places): names of a user address depend on nothing else, so stacks named for one
+        hold for the other (workers forked from one parent, or a program run again and again
+        without ASLR). Valid while ``changed[pid]`` and ``sig_epoch`` stay as they are."""
+        gen = self.changed.get(pid, 0)
+        hit = self._sigs.get(pid)
+        if hit is not None and hit[0] == gen:
+            return hit[1]
+        entry = self.by_pid.get(pid)
+        maps = entry[1] if entry is not None else ()
+        if len(self._sets) >= self.SIGNATURES or len(self._sigs) >= 4 * self.SIGNATURES:
+            self._sets.clear()
+            self._sigs.clear()
+            self.sig_epoch += 1
+        if len(maps) > self.SIGNED_MAPS:        # (a JIT's thousands: not worth a tuple per change)
+            key = ("pid", pid, gen)
+        else:
+            key = tuple([(m.start, m.end, m.pgoff, m.path, m.build_id) for m in maps])
+        sig = self._sets.get(key)
+        if sig is None:
+            sig = self._sets[key] = len(self._sets)
+        self._sigs[pid] = (gen, sig)
+        return sig
 
     def add(self, pid, start, length, pgoff, path, build_id=None):
-        self.generation += 1
+        self._changed(pid)
         starts, maps = self.by_pid.setdefault(pid, ([], []))
         new = Map(start, length, pgoff, path, build_id)
         # A new mapping replaces whatever it overlaps (mmap over an old range).
@@ -42,17 +78,17 @@ class Maps:
         maps.insert(k, new)
 
     def fork(self, ppid, pid):
-        self.generation += 1
+        self._changed(pid)
         if pid != ppid and ppid in self.by_pid:
             s, m = self.by_pid[ppid]
             self.by_pid[pid] = (list(s), list(m))
 
     def exec_(self, pid):
-        self.generation += 1
+        self._changed(pid)
         self.by_pid.pop(pid, None)
 
     def exit(self, pid):
-        self.generation += 1
+        self._changed(pid)
         self.by_pid.pop(pid, None)
 
     def find(self, pid, addr):
