@@ -26,8 +26,11 @@
  * that print in order: perf script's text); MODE_COUNTED counts the samples in C per (pid, tid, comm, ips,
  * attr index, outcome) while the side-band records stand still (so the names do too), and gives
  * one (pid, tid, comm, ips, period sum or None, attr index, samples, outcome key, first time,
- * last time) per distinct one, in first-seen order, before the next side-band record and at the
- * end of each output (folded stacks, pprof: they sum samples anyway); MODE_NONE only counts.
+ * last time, how many were stitched after their stack) per distinct one, in first-seen order,
+ * before the next side-band record and at the end of each output (folded stacks, pprof: they
+ * sum samples anyway); MODE_CHAINS counts the same way, with the chain's context markers kept in
+ * the ips (a stitched sample's user frames after PERF_CONTEXT_USER): the flame graph colours
+ * kernel and user frames by them. MODE_NONE only counts.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -62,7 +65,8 @@
 #define CTX_USER ((uint64_t)-512)
 #define CTX_MAX ((uint64_t)-4095)
 
-enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2, MODE_ORDERED = 3, MODE_COUNTED = 5 };
+enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2, MODE_ORDERED = 3, MODE_COUNTED = 5, MODE_CHAINS = 6 };
+#define COUNTED(e) ((e)->mode == MODE_COUNTED || (e)->mode == MODE_CHAINS)
 #define EVENTS(e) ((e)->mode != MODE_FILE && (e)->mode != MODE_NONE)
 /* outcome / reason keys, in the order of model.py: STITCHED, PASSED, then REASONS */
 enum { K_STITCHED, K_PASSED, K_LOST, K_LOST_AFTER, K_EXITED, K_ENDED, K_EVICTED, K_NO_TASK, NKEYS };
@@ -193,7 +197,7 @@ typedef struct {
 } Layout;
 
 typedef struct { uint64_t time, seq; Rec *rec; } HItem;
-/* MODE_COUNTED: the samples of one (pid, tid, comm, ips, attr, outcome) since the last flush */
+/* MODE_COUNTED, MODE_CHAINS: the samples of one (pid, tid, comm, ips, attr, outcome) since the last flush */
 typedef struct {
     uint64_t hash;
     int64_t pid, tid;
@@ -201,7 +205,7 @@ typedef struct {
     PyObject *comm;
     uint32_t n;
     uint64_t *ips;
-    uint64_t count, period, tmin, tmax;
+    uint64_t count, period, tmin, tmax, after;
 } Agg;
 typedef struct { Rec *rec; Samp *s; } FItem;
 typedef struct { uint64_t time; int64_t tid; } Exited;
@@ -678,10 +682,11 @@ static int flush_aggs(Engine *e) {
         Agg *a = &e->aggs[i];
         if (rc == 0) {
             PyObject *ips = PyBytes_FromStringAndSize((const char *)a->ips, (Py_ssize_t)8 * a->n);
-            PyObject *t = ips ? Py_BuildValue("(NNONNiKiNN)", opt_i64(a->has_pid, a->pid), opt_i64(a->has_tid, a->tid),
+            PyObject *t = ips ? Py_BuildValue("(NNONNiKiNNK)", opt_i64(a->has_pid, a->pid), opt_i64(a->has_tid, a->tid),
                                               a->comm ? a->comm : Py_None, ips, opt_u64(a->has_period, a->period),
                                               a->entry, (unsigned long long)a->count, a->key,
-                                              opt_u64(a->has_time, a->tmin), opt_u64(a->has_time, a->tmax)) : NULL;
+                                              opt_u64(a->has_time, a->tmin), opt_u64(a->has_time, a->tmax),
+                                              (unsigned long long)a->after) : NULL;
             if (!t || PyList_Append(e->events, t) < 0) rc = -1;
             Py_XDECREF(t);
         }
@@ -695,10 +700,11 @@ static int flush_aggs(Engine *e) {
 
 static inline uint64_t mix(uint64_t h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); return h; }
 
-/* Count sample s into its aggregate (MODE_COUNTED). */
+/* Count sample s into its aggregate (MODE_COUNTED; MODE_CHAINS with the context markers). */
 static int count_sample(Engine *e, Samp *s, int k) {
     const unsigned char *chain = s->rec->data + s->chain_off + 8;
-    size_t cap = s->knr + (k == K_STITCHED ? s->user->n : 0), n = 0;
+    int markers = e->mode == MODE_CHAINS;
+    size_t cap = s->knr + (k == K_STITCHED ? s->user->n + 1 : 0), n = 0;
     if (cap > e->scap || !e->scratch) {         /* never NULL, even for a sample without frames */
         size_t c = cap > 64 ? cap : 64;
         uint64_t *b = realloc(e->scratch, c * 8);
@@ -708,9 +714,13 @@ static int count_sample(Engine *e, Samp *s, int k) {
     uint64_t *ips = e->scratch;
     for (uint32_t i = 0; i < s->knr; i++) {
         uint64_t ip = rd64(chain + 8 * i);
-        if (ip < CTX_MAX) ips[n++] = ip;
+        if (ip < CTX_MAX || markers) ips[n++] = ip;
     }
-    if (k == K_STITCHED) { memcpy(ips + n, s->user->frames, 8 * (size_t)s->user->n); n += s->user->n; }
+    if (k == K_STITCHED) {
+        if (markers) ips[n++] = CTX_USER;
+        memcpy(ips + n, s->user->frames, 8 * (size_t)s->user->n);
+        n += s->user->n;
+    }
     uint64_t h = mix(mix(mix(mix(14695981039346656037ULL, (uint64_t)s->pid), (uint64_t)s->tid),
                          (uint64_t)(uintptr_t)s->comm), ((uint64_t)s->entry << 8) | (uint64_t)k);
     for (size_t i = 0; i < n; i++) h = mix(h, ips[i]);
@@ -757,6 +767,7 @@ static int count_sample(Engine *e, Samp *s, int k) {
         e->aslot[p] = ++e->nagg;
     }
     a->count++;
+    a->after += s->after_stack;
     if (s->has_period) a->period += s->period;
     if (s->has_time) {
         if (!a->has_time || s->time < a->tmin) a->tmin = s->time;
@@ -787,7 +798,7 @@ static int emit(Engine *e, Samp *s) {
         if (c->comm != s->comm) { Py_INCREF(s->comm); Py_XDECREF(c->comm); c->comm = s->comm; }
         c->comm_seq = e->count_seq;
     }
-    if (e->mode == MODE_COUNTED) return count_sample(e, s, k);
+    if (COUNTED(e)) return count_sample(e, s, k);
     if (EVENTS(e)) {
         PyObject *ips = sample_ips(s);
         if (!ips) return -1;
@@ -1625,5 +1636,6 @@ PyMODINIT_FUNC PyInit__accel(void) {
     PyModule_AddIntConstant(m, "MODE_NONE", MODE_NONE);
     PyModule_AddIntConstant(m, "MODE_ORDERED", MODE_ORDERED);
     PyModule_AddIntConstant(m, "MODE_COUNTED", MODE_COUNTED);
+    PyModule_AddIntConstant(m, "MODE_CHAINS", MODE_CHAINS);
     return m;
 }

@@ -101,6 +101,8 @@ def commands(path, tmp):
     yield ["export", path, "--format", "speedscope", "--no-symbols", "--weight", "period"], None
     pp = str(Path(tmp) / "p.pb.gz")
     yield ["export", path, "--format", "pprof", "--no-symbols", "-o", pp, "--max-pending", "50"], pp
+    fg = str(Path(tmp) / "f.svg")
+    yield ["flamegraph", path, "--no-symbols", "--weight", "period", "-o", fg], fg
     yield ["report", path, "--json", "--max-pending", "7"], None
 
 
@@ -135,8 +137,10 @@ def test_same_as_python_on_other_projects_files(path, tmp_path):
             why_script = why or PerfScript(None, None).engine_refuses(perf)
     except DeferstitchError:
         why = why_script = "not read"
+    fg = str(tmp_path / "f.svg")
     for argv, o in ((["report", path, "--json"], None), (["stitch", path, "-q", "-o", out], out),
-                    (["folded", path, "--no-symbols"], None), (["script", path, "--no-symbols"], None)):
+                    (["folded", path, "--no-symbols"], None), (["script", path, "--no-symbols"], None),
+                    (["flamegraph", path, "--no-symbols", "-o", fg], fg)):
         declined = why_script if argv[0] == "script" else why
         py, fast = both(argv, o, engine="1" if declined else "require")
         assert_same(py, fast)
@@ -153,7 +157,8 @@ def test_standard_input_on_the_engine(scenario):
     come after the data): the same bytes as the Python path."""
     raw = capture(scenario)[0].read_bytes()
     for argv in (["report", "-", "--json"], ["stitch", "-", "-q"], ["folded", "-", "--no-symbols"],
-                 ["script", "-", "--no-symbols", "--max-stack", "4"]):
+                 ["script", "-", "--no-symbols", "--max-stack", "4"],
+                 ["flamegraph", "-", "--no-symbols", "-o", "-"]):
         # script from a pipe-format stream: its attrs come late, so whether a sample shows its
         # own ip (no callchain: the engine does not pass it) is not known ahead: Python path
         late = argv[0] == "script" and scenario == "pipe"
@@ -287,7 +292,9 @@ def test_same_as_python_on_random_streams(events, cpu_attr, max_pending):
                 (["folded", path, "--no-symbols", "--max-pending", max_pending], None),
                 (["script", path, "--no-symbols", "--max-pending", max_pending], None),
                 (["export", path, "--format", "pprof", "--no-symbols", "-o", out + ".gz",
-                  "--max-pending", max_pending], out + ".gz")):
+                  "--max-pending", max_pending], out + ".gz"),
+                (["flamegraph", path, "--no-symbols", "-o", out + ".svg", "--max-pending", max_pending],
+                 out + ".svg")):
             py, fast = both(argv, o)
             assert py[0] == 0, py[2]
             assert_same(py, fast)

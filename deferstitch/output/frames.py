@@ -56,8 +56,8 @@ class StackCache:
             frames, frame, named = self.frames, res.frame, []
             for ip in seq:
                 f = frames.get((sig, ip))
-                if f is None:
-                    f = frames[(sig, ip)] = (ip,) + frame(pid, ip)
+                if f is None:      # (a context marker, from a flame graph's chain: no name)
+                    f = frames[(sig, ip)] = (ip,) + frame(pid, ip) if ip < PERF_CONTEXT_MAX else (ip, None, 0, None)
                 named.append(f)
             hit = texts[(sig, ips)] = self.make(pid, named)
         return hit

@@ -103,7 +103,7 @@ class Pprof:
         self._add(s.pid, s.tid, self.ctx.comm(s), tuple(sample_ips(s)), sample_period(s), s.time,
                   s.outcome, s.reason)
 
-    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, key, first, last):
+    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, key, first, last, _after):
         """``count`` samples of one stack and outcome from the C engine (perfdata/engine.py,
         MODE_COUNTED): ``ips`` as native u64 bytes, ``period`` their sum (None: the attr's fixed
         period), ``key`` the outcome's number (engine.KEYS), times the first and last."""

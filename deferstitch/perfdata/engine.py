@@ -33,7 +33,7 @@ try:
 except ImportError:           # not built (no compiler), or perf's embedded Python
     _accel = None
 
-MODE_FILE, MODE_EVENTS, MODE_NONE, MODE_ORDERED, MODE_COUNTED = 0, 1, 2, 3, 5
+MODE_FILE, MODE_EVENTS, MODE_NONE, MODE_ORDERED, MODE_COUNTED, MODE_CHAINS = 0, 1, 2, 3, 5, 6
 KEYS = (STITCHED, PASSED) + REASONS      # the engine's outcome numbers
 
 
