@@ -1,6 +1,5 @@
 """Profiles from named, summed stacks (``{"comm;outer;...;inner": weight}``): what the fleet
 writes after its reduction, in the three formats of the single-file commands."""
-import gzip
 import json
 
 from .. import __version__
