@@ -123,3 +123,23 @@ def test_signature_is_the_maps_content():
     assert m.signature(2) != before and m.signature(2) != m.signature(1)
     m.exit(1)
     assert m.signature(1) == m.signature(99)                # no maps: as a pid never seen
+
+
+def test_forgotten_signatures_never_mix_stacks(tmp_path, monkeypatch):
+    """With room for two map sets only, the signatures are forgotten again and again (sig_epoch):
+    names still follow each process's own maps."""
+    monkeypatch.setattr(Maps, "SIGNATURES", 2)
+    from deferstitch import cli
+    want, path = scenario(tmp_path / "maps.data")
+    for accel in ("require", "0"):
+        monkeypatch.setenv("DEFERSTITCH_ACCEL", accel)
+        out = tmp_path / ("f-%s.txt" % accel)
+        assert cli.main(["folded", str(path), "--no-symbols", "-o", str(out)]) == 0
+        got = {}
+        for line in out.read_text().splitlines():
+            stack, n = line.rsplit(" ", 1)
+            got[stack.split(";")[1]] = got.get(stack.split(";")[1], 0) + int(n)
+        expect = {}
+        for _pid, name in want:
+            expect["[%s]" % name] = expect.get("[%s]" % name, 0) + 1
+        assert got == expect

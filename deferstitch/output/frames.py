@@ -42,9 +42,11 @@ class StackCache:
     def get(self, pid, ips):
         res = self.ctx.resolver
         maps = res.maps
-        sig = maps.signature(pid)         # (first: it may start a new sig_epoch)
-        # kernel addresses: the kernel's maps (pid -1, by content too) and symbols; user ones: sig
-        epoch = (maps.signature(-1), res.epoch, maps.sig_epoch)
+        # kernel addresses: the kernel's maps (pid -1, by content too) and symbols; user ones:
+        # the process's signature, taken last (a signature may start a new sig_epoch)
+        kernel = maps.signature(-1)
+        sig = maps.signature(pid)
+        epoch = (kernel, res.epoch, maps.sig_epoch)
         texts = self.texts
         if epoch != self.epoch or len(texts) > self.LIMIT or len(self.frames) > self.LIMIT:
             texts.clear()
@@ -56,8 +58,9 @@ class StackCache:
             frames, frame, named = self.frames, res.frame, []
             for ip in seq:
                 f = frames.get((sig, ip))
-                if f is None:      # (a context marker, from a flame graph's chain: no name)
-                    f = frames[(sig, ip)] = (ip,) + frame(pid, ip) if ip < PERF_CONTEXT_MAX else (ip, None, 0, None)
+                if f is None:       # (a context marker, in a flame graph's chain, has no name)
+                    f = (ip,) + frame(pid, ip) if ip < PERF_CONTEXT_MAX else (ip, None, 0, None)
+                    frames[(sig, ip)] = f
                 named.append(f)
             hit = texts[(sig, ips)] = self.make(pid, named)
         return hit

@@ -5,23 +5,26 @@ maps; an exec starts empty. Lookups answer "which file and file offset was mappe
 address at this point of the stream" — callers feed the records in time order.
 """
 import bisect
+from array import array
 
 KERNEL_START = 0xffff800000000000     # x86-64 canonical kernel half
 KERNEL_DSO = "[kernel.kallsyms]"
 
 
 class Map:
-    __slots__ = ("start", "end", "pgoff", "path", "build_id")
+    __slots__ = ("start", "end", "pgoff", "path", "build_id", "ident")
 
     def __init__(self, start, length, pgoff, path, build_id=None):
         self.start, self.end, self.pgoff, self.path, self.build_id = start, start + length, pgoff, path, build_id
+        self.ident = None     # a number per content, given by Maps.signature
 
     def file_offset(self, addr):
         return addr - self.start + self.pgoff
 
 
 class Maps:
-    SIGNATURES = 1 << 14      # distinct map sets kept before they are forgotten (sig_epoch)
+    SIGNATURES = 1 << 12      # distinct map sets (and 16x as many map contents) kept before
+                              # they are forgotten (sig_epoch): bounds their memory
     SIGNED_MAPS = 512         # a process with more maps than this gets a signature of its own
 
     def __init__(self):
@@ -30,7 +33,9 @@ class Maps:
         self.changed = {}     # pid -> the generation of its last change (the kernel's: pid -1)
         self.sig_epoch = 0    # bumped when the signatures are forgotten
         self._sigs = {}       # pid -> (its generation then, signature)
-        self._sets = {}       # map set (a tuple of map contents) -> signature
+        self._sets = {}       # map set (its maps' idents, as bytes) -> signature
+        self._idents = {}     # map content -> ident
+        self._next_ident = 0  # (never reused: a Map keeps its ident when the tables are forgotten)
 
     def _changed(self, pid):
         self.generation += 1
@@ -47,14 +52,24 @@ class Maps:
             return hit[1]
         entry = self.by_pid.get(pid)
         maps = entry[1] if entry is not None else ()
-        if len(self._sets) >= self.SIGNATURES or len(self._sigs) >= 4 * self.SIGNATURES:
+        if len(self._sets) >= self.SIGNATURES or len(self._sigs) >= 4 * self.SIGNATURES \
+                or len(self._idents) >= 16 * self.SIGNATURES:
             self._sets.clear()
             self._sigs.clear()
+            self._idents.clear()
             self.sig_epoch += 1
-        if len(maps) > self.SIGNED_MAPS:        # (a JIT's thousands: not worth a tuple per change)
+        if len(maps) > self.SIGNED_MAPS:        # (a JIT's thousands: not worth a key per change)
             key = ("pid", pid, gen)
         else:
-            key = tuple([(m.start, m.end, m.pgoff, m.path, m.build_id) for m in maps])
+            idents = self._idents
+            for m in maps:
+                if m.ident is None:
+                    content = (m.start, m.end, m.pgoff, m.path, m.build_id)
+                    m.ident = idents.get(content)
+                    if m.ident is None:
+                        m.ident = idents[content] = self._next_ident
+                        self._next_ident += 1
+            key = array("Q", [m.ident for m in maps]).tobytes()
         sig = self._sets.get(key)
         if sig is None:
             sig = self._sets[key] = len(self._sets)
