@@ -22,7 +22,8 @@
  * order the Python feed calls observe() and the stitcher's sink, the side-band records
  * (perfdata.reader.Record) and one tuple per resolved sample
  * (pid, tid, comm, ips as native u64 bytes, period, attr index); MODE_ORDERED adds (cpu, time,
- * number) to each, and the number again when the sample's turn comes in time order (outputs
+ * number, the sample's own ip when its attr has no callchain) to each, and the number again
+ * when the sample's turn comes in time order (outputs
  * that print in order: perf script's text); MODE_COUNTED counts the samples in C per (pid, tid, comm, ips,
  * attr index, outcome) while the side-band records stand still (so the names do too), and gives
  * one (pid, tid, comm, ips, period sum or None, attr index, samples, outcome key, first time,
@@ -191,6 +192,7 @@ typedef struct {
 typedef struct {
     int simple;                 /* no READ, nothing after the callchain: all the engine walks */
     int time_off, tid_off, cpu_off, period_off;     /* -1: absent */
+    int ip_off;                 /* PERF_SAMPLE_IP: perf script shows it for a sample without a chain */
     int prefix_end, has_chain;
     int trailer_size, tr_time, tr_tid;              /* trailer offsets from the end; -1 absent */
     int has_trailer;            /* sample_id_all and a non-empty trailer */
@@ -311,15 +313,15 @@ static int load_plan(Engine *e, PyObject *plan) {
     if (!l) { PyErr_NoMemory(); return -1; }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *t = PyList_GET_ITEM(lays, i);
-        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 11) {
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 12) {
             free(l);
-            PyErr_SetString(PyExc_TypeError, "layout must be an 11-tuple");
+            PyErr_SetString(PyExc_TypeError, "layout must be a 12-tuple");
             return -1;
         }
         l[i].simple = geti(t, 0); l[i].time_off = geti(t, 1); l[i].tid_off = geti(t, 2);
         l[i].cpu_off = geti(t, 3); l[i].period_off = geti(t, 4); l[i].prefix_end = geti(t, 5);
         l[i].has_chain = geti(t, 6); l[i].trailer_size = geti(t, 7); l[i].tr_time = geti(t, 8);
-        l[i].tr_tid = geti(t, 9); l[i].has_trailer = geti(t, 10);
+        l[i].tr_tid = geti(t, 9); l[i].has_trailer = geti(t, 10); l[i].ip_off = geti(t, 11);
     }
     if (PyErr_Occurred()) { free(l); return -1; }
     free(e->lay);
@@ -777,6 +779,14 @@ static int count_sample(Engine *e, Samp *s, int k) {
     return 0;
 }
 
+/* MODE_ORDERED: a sample's own ip (PERF_SAMPLE_IP) when its attr has no callchain, else None:
+ * perf script prints it on the sample's line (the prefix of every layout is fixed: abi/sample.py) */
+static PyObject *own_ip(Engine *e, Samp *s) {
+    const Layout *L = s->entry >= 0 && s->entry < e->nlay ? &e->lay[s->entry] : NULL;
+    if (!L || L->has_chain || L->ip_off < 0 || (uint32_t)L->ip_off + 8 > s->rec->size) Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(rd64(s->rec->data + L->ip_off));
+}
+
 static int emit(Engine *e, Samp *s) {
     int k = s->outcome;
     if (k == K_STITCHED) { e->stitched++; if (s->after_stack) e->after_stack++; }
@@ -805,11 +815,11 @@ static int emit(Engine *e, Samp *s) {
         PyObject *t = e->mode == MODE_EVENTS     /* (folded needs no more, and it is per sample) */
             ? Py_BuildValue("(NNONNi)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
                             s->comm ? s->comm : Py_None, ips, opt_u64(s->has_period, s->period), s->entry)
-            : Py_BuildValue("(NNONNiNNK)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
+            : Py_BuildValue("(NNONNiNNKN)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
                             s->comm ? s->comm : Py_None, ips,
                             opt_u64(s->has_period, s->period), s->entry,
                             opt_i64(s->has_cpu, s->cpu), opt_u64(s->has_time, s->time),
-                            (unsigned long long)s->seq);
+                            (unsigned long long)s->seq, own_ip(e, s));
         if (!t || PyList_Append(e->events, t) < 0) { Py_XDECREF(t); return -1; }
         Py_DECREF(t);
     }
