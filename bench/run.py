@@ -4,6 +4,8 @@ Usage:
     python3 bench/run.py                  # real captures, c_per_task x1/x10/x100 (file and pipe
                                           # format), the pipe capture x80/x800, 10 000 threads
     python3 bench/run.py --quick          # c_per_task x1/x10, pipe x80, 10 000 threads x 2 rounds
+    python3 bench/run.py --goals          # only the issues' goal rows, interleaved, 3 rounds, the
+                                          # spread and met / not met (~10 min on a quiet machine)
     python3 bench/run.py --json out.json  # also where the JSON goes (default: CACHE/results.json)
     DEFERSTITCH_BENCH_DIR=/big/disk python3 bench/run.py   # cache dir (default ~/.cache/deferstitch-bench)
 
@@ -50,6 +52,7 @@ CAPTURES = SHARED / "captures"
 SID_PERF = SHARED / "rig" / "sid-perf"
 TIME = shutil.which("time", path="/usr/bin:/bin") or "/usr/bin/time"
 CACHE = Path(os.environ.get("DEFERSTITCH_BENCH_DIR", Path.home() / ".cache" / "deferstitch-bench"))
+OUT = "bench-"              # what the commands write in CACHE (--goals: this run's own names)
 REAL = ["a_per_task", "b_per_task", "c_per_task", "syswide", "lost_per_task", "pipe", "compressed",
         "two_events_cpu_task", "baseline_fp_nodefer"]
 FILES = {"syswide": "syswide.data", "lost_per_task": "lost.data", "pipe": "pipe.data",
@@ -62,28 +65,28 @@ def tools(have_perf, group):
     py = [sys.executable, "-m", "deferstitch"]
     pipe = group == "pipe"
     out = [("cat", lambda f: ["cat", f]),
-           ("cp", lambda f: ["cp", f, "bench-cp.data"]),
-           ("ds stitch", lambda f: py + ["stitch", f, "-q", "-o", "bench-out.data"]),
+           ("cp", lambda f: ["cp", f, OUT + "cp.data"]),
+           ("ds stitch", lambda f: py + ["stitch", f, "-q", "-o", OUT + "out.data"]),
            ("ds folded", lambda f: py + ["folded", f, "-q", "-o", os.devnull]),
            ("ds report", lambda f: py + ["report", f, "-q", "--json"]),
            ("ds script", lambda f: py + ["script", f, "-q", "-o", os.devnull]),
-           ("ds pprof", lambda f: py + ["export", f, "--format", "pprof", "-q", "-o", "bench-out.pb.gz"])]
+           ("ds pprof", lambda f: py + ["export", f, "--format", "pprof", "-q", "-o", OUT + "out.pb.gz"])]
     if pipe:        # the same through a real pipe: what `perf record -o - | deferstitch ... -` gets
         cmd = " ".join(py)
         out += [("ds %s (stdin)" % c, (lambda c, rest: lambda f: ["sh", "-c", "cat '%s' | %s %s - -q %s"
                                                                   % (f, cmd, c, rest)])(c, rest))
-                for c, rest in (("stitch", "-o bench-out.data"), ("folded", "-o /dev/null"),
+                for c, rest in (("stitch", "-o %sout.data" % OUT), ("folded", "-o /dev/null"),
                                 ("script", "-o /dev/null"))]
     else:           # the Python path (what perf's embedded Python and DEFERSTITCH_ACCEL=0 get)
         slow = ["env", "DEFERSTITCH_ACCEL=0"] + py
-        out += [("ds stitch (Python path)", lambda f: slow + ["stitch", f, "-q", "-o", "bench-out.data"]),
+        out += [("ds stitch (Python path)", lambda f: slow + ["stitch", f, "-q", "-o", OUT + "out.data"]),
                 ("ds folded (Python path)", lambda f: slow + ["folded", f, "-q", "-o", os.devnull])]
     if have_perf:
         sp = str(SID_PERF)
         out += [("perf script", lambda f: [sp, "script", "-i", f])]
         if not pipe:
             out += [("perf script -F tid,time,ip", lambda f: [sp, "script", "-F", "tid,time,ip", "-i", f]),
-                    ("perf inject", lambda f: [sp, "inject", "-i", f, "-o", "bench-inj.data"])]
+                    ("perf inject", lambda f: [sp, "inject", "-i", f, "-o", OUT + "inj.data"])]
     return out
 
 
@@ -94,8 +97,8 @@ def measure(argv, cwd, timeout):
     tree, so sid-perf's chroot wrapper does not hide perf. (wait4 on our own child would count
     the forked Python parent's pages before exec.)"""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    rss_file = os.path.join(cwd, "bench-rss.txt")
-    errf = open(os.path.join(cwd, "bench-stderr.txt"), "w+b")
+    rss_file = os.path.join(cwd, OUT + "rss.txt")
+    errf = open(os.path.join(cwd, OUT + "stderr.txt"), "w+b")
     t0 = time.perf_counter()
     p = subprocess.Popen([TIME, "-f", "%M %U %S", "-o", rss_file] + argv, cwd=cwd,
                          stdout=subprocess.DEVNULL, stderr=errf, env=env)
@@ -155,13 +158,7 @@ def prepare(quick):
     scaled = [(c_src, "c_per_task", k, pipe) for k in ((10,) if quick else (10, 100)) for pipe in (False, True)]
     scaled += [(p_src, "pipe", k, True) for k in ((80,) if quick else (80, 800))]
     for src, what, k, pipe in scaled:
-        name = "%s-x%d%s.data" % (what, k, ".pipe" if pipe else "")
-        if name not in meta["files"] or not (CACHE / name).exists():
-            t0 = time.perf_counter()
-            print("bench: building %s ..." % name, file=sys.stderr, flush=True)
-            build.replicate(src, k, CACHE / name, pipe=pipe)
-            print("bench: built %s in %.1f s" % (name, time.perf_counter() - t0), file=sys.stderr)
-            meta["files"][name] = None
+        name = built(meta, src, what, k, pipe)
         inputs.append(("%s x%d%s" % (what, k, " pipe format" if pipe and what != "pipe" else ""), name,
                        "pipe" if pipe else "scale"))
     rounds = 2 if quick else 10
@@ -175,6 +172,18 @@ def prepare(quick):
             meta["files"][name] = list(count_records(CACHE / name)) + [(CACHE / name).stat().st_size]
     meta_path.write_text(json.dumps(meta, indent=1))
     return [(label, name, g, meta["files"][name]) for label, name, g in inputs]
+
+
+def built(meta, src, what, k, pipe):
+    """The name in CACHE of ``src`` replicated ``k`` times (pipe format or not), built if missing."""
+    name = "%s-x%d%s.data" % (what, k, ".pipe" if pipe else "")
+    if name not in meta["files"] or not (CACHE / name).exists():
+        t0 = time.perf_counter()
+        print("bench: building %s ..." % name, file=sys.stderr, flush=True)
+        build.replicate(src, k, CACHE / name, pipe=pipe)
+        print("bench: built %s in %.1f s" % (name, time.perf_counter() - t0), file=sys.stderr)
+        meta["files"][name] = None
+    return name
 
 
 def have_sid_perf():
@@ -195,11 +204,17 @@ def fmt_table(rows, head):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small inputs, about a minute")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per measurement, best kept")
+    ap.add_argument("--repeat", type=int, help="runs per measurement, best kept (default 1; "
+                    "--goals: rounds, default 3)")
     ap.add_argument("--json", help="write results here too (default: CACHE/results.json)")
     ap.add_argument("--no-perf", action="store_true", help="measure deferstitch and cat only")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run at most")
+    ap.add_argument("--goals", action="store_true",
+                    help="only the goal rows, interleaved (--repeat rounds): spread, met or not")
     args = ap.parse_args(argv)
+    if args.goals:
+        return goals(args)
+    args.repeat = args.repeat or 1
 
     have_perf = not args.no_perf and have_sid_perf()
     # byte-compile the package first, as pip does on install: an editable checkout under
@@ -268,10 +283,9 @@ def main(argv=None):
     out = Path(args.json) if args.json else CACHE / "results.json"
     out.write_text(json.dumps(doc, indent=1))
     print("\nbench: JSON in %s" % out)
-    for junk in ("bench-out.data", "bench-inj.data", "bench-cp.data", "bench-out.pb.gz", "bench-stderr.txt",
-                 "bench-rss.txt"):
+    for junk in ("out.data", "inj.data", "cp.data", "out.pb.gz", "stderr.txt", "rss.txt"):
         try:
-            (CACHE / junk).unlink()
+            (CACHE / (OUT + junk)).unlink()
         except OSError:
             pass
     return 0
@@ -320,6 +334,138 @@ def targets(by, scale, inputs):
             if x is not None:
                 out.append("target 10000 pending >= 10x faster than perf's merge (%s vs perf script): %.2fx"
                            % (tool, x))
+    return out
+
+
+def goal_inputs():
+    """[(label, file in CACHE, tools)] of the goal rows, built where the cache lacks them."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    stamp = hashlib.sha1(Path(build.__file__).read_bytes()).hexdigest()[:10]
+    meta_path = CACHE / "inputs.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    if meta.get("stamp") != stamp:
+        meta = {"stamp": stamp, "files": {}}
+    c_src, p_src = CAPTURES / "c_per_task" / "per-task.data", CAPTURES / "pipe" / "pipe.data"
+    if not c_src.exists():
+        raise SystemExit("bench: %s not found (set DEFERSTITCH_SHARED)" % c_src)
+    stdin = ["ds folded", "ds folded (stdin)", "ds stitch", "ds stitch (stdin)", "ds script", "ds script (stdin)"]
+    out = []
+    for k in (10, 100):
+        out.append(("c_per_task x%d" % k, built(meta, c_src, "c_per_task", k, False),
+                    ["cp", "ds stitch", "ds folded", "ds pprof", "perf script"]))
+        out.append(("c_per_task x%d pipe format" % k, built(meta, c_src, "c_per_task", k, True), stdin))
+    out.append(("pipe x80", built(meta, p_src, "pipe", 80, True), stdin + ["ds pprof"]))
+    meta_path.write_text(json.dumps(meta, indent=1))
+    return out
+
+
+def spread(values):
+    """(min, median, max) of a list of numbers."""
+    v = sorted(values)
+    return v[0], v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2, v[-1]
+
+
+SLOW = 60           # --goals: seconds; a row slower than this in round 1 is not repeated
+
+
+def goals(args):
+    """The issues' goals only: every row once per round, rounds interleaved (a busy neighbour
+    slows every row of a round, not one tool), ratios taken within a round, then their spread."""
+    global OUT
+    OUT = "bench-%d-" % os.getpid()           # other runs may share the cache dir
+    rounds = args.repeat or 3
+    have_perf = not args.no_perf and have_sid_perf()
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "deferstitch")], check=True)
+    from deferstitch.perfdata import engine
+    if not engine.available():
+        print("bench: the C engine is not built (pip install -e .)", file=sys.stderr)
+    rows = []
+    for label, name, wanted in goal_inputs():
+        subprocess.run(["cat", name], cwd=CACHE, stdout=subprocess.DEVNULL)     # warm the cache
+        argv = dict(tools(have_perf, "pipe" if ".pipe." in name else "scale"))
+        rows += [(label, name, tool, argv[tool]) for tool in wanted if tool in argv]
+    runs = {}               # (input, tool) -> [(wall, cpu, rss)] by round
+    t0 = time.perf_counter()
+    try:
+        for r in range(rounds):
+            for label, name, tool, mk in rows:
+                if r and runs[(label, tool)][0][0] > SLOW:
+                    continue            # (one round of a row this slow says enough, and keeps to ~10 min)
+                dt, rss, cpu, status = measure(mk(name), str(CACHE), args.timeout)
+                if status != "ok":
+                    raise SystemExit("bench: %s on %s: %s" % (tool, label, status))
+                runs.setdefault((label, tool), []).append((dt, cpu, rss))
+                print("bench: round %d/%d  %-28s %-20s %7.2f s" % (r + 1, rounds, label, tool, dt),
+                      file=sys.stderr, flush=True)
+            print("bench: round %d done after %.0f s" % (r + 1, time.perf_counter() - t0), file=sys.stderr)
+    finally:
+        for junk in ("out.data", "cp.data", "out.pb.gz", "stderr.txt", "rss.txt"):
+            try:
+                (CACHE / (OUT + junk)).unlink()
+            except OSError:
+                pass
+    table = []
+    for (label, tool), rs in runs.items():
+        lo, med, hi = spread([w for w, _c, _m in rs])
+        table.append([label, tool, "%.2f" % lo, "%.2f" % med, "%.2f" % hi,
+                      "%.2f" % spread([c for _w, c, _m in rs])[1], "%.0f" % (max(m for _w, _c, m in rs) / 1024)])
+    print(fmt_table(table, ["input", "tool", "min s", "median s", "max s", "cpu s (median)", "RSS MB (max)"]))
+    print("\n%d rounds, interleaved (rows over %d s once); ratios per round, median [min-max]:" % (rounds, SLOW))
+    lines = goal_lines(runs)
+    for line in lines:
+        print(line)
+    doc = {"host": {"python": sys.version.split()[0], "cpus": os.cpu_count(), "cpu": _cpu_model(),
+                    "kernel": platform.release(), "load": os.getloadavg()},
+           "perf": _perf_version() if have_perf else None, "rounds": rounds,
+           "runs": [{"input": l, "tool": t, "wall": [x[0] for x in rs], "cpu": [x[1] for x in rs],
+                     "peak_rss_kib": [x[2] for x in rs]} for (l, t), rs in runs.items()],
+           "goals": lines}
+    out = Path(args.json) if args.json else CACHE / "goals.json"
+    out.write_text(json.dumps(doc, indent=1))
+    print("\nbench: JSON in %s" % out)
+    return 0
+
+
+def goal_lines(runs):
+    """'MET' / 'NOT MET' lines of the goals, on the median of per-round ratios."""
+    out = []
+
+    def ratio(label, a, b, field=0):
+        """b / a per round (None: a row missing)."""
+        ra, rb = runs.get((label, a)), runs.get((label, b))
+        if not ra or not rb:
+            return None
+        return [y[field] / x[field] for x, y in zip(ra, rb) if x[field] and y[field]]   # (zip: rounds both ran)
+
+    def say(ok, text, rs, unit="x"):
+        lo, med, hi = spread(rs)
+        out.append("%-8s %s: %.2f%s [%.2f-%.2f]" % ("MET" if ok(med) else "NOT MET", text, med, unit, lo, hi))
+    for k in (10, 100):
+        c = "c_per_task x%d" % k
+        rs = ratio(c, "ds folded", "perf script")
+        if rs:
+            say(lambda x: x >= 8, "folded >= 8x faster than perf script, %s (wall, start-up included)" % c, rs)
+        rs = ratio(c, "cp", "ds stitch")
+        if rs:
+            say(lambda x: x <= 2, "stitch within 2x of cp, %s" % c, rs)
+    for label in ("c_per_task x10", "c_per_task x100", "pipe x80"):
+        rs = ratio(label, "ds folded", "ds pprof")
+        if rs:
+            say(lambda x: x <= 1.5, "pprof within 1.5x of folded, %s" % label, rs)
+    for label in ("c_per_task x10 pipe format", "c_per_task x100 pipe format", "pipe x80"):
+        for tool in ("ds folded", "ds stitch", "ds script"):
+            rs = ratio(label, tool, tool + " (stdin)")
+            if rs:
+                say(lambda x: x <= 1.3, "standard input within 1.3x of the file, %s, %s" % (tool, label), rs)
+    for tool, a, b in [(t, "c_per_task x10", "c_per_task x100") for t in ("ds stitch", "ds folded", "ds pprof")] \
+            + [(t, "c_per_task x10 pipe format", "c_per_task x100 pipe format")
+               for t in ("ds stitch (stdin)", "ds folded (stdin)", "ds script (stdin)")]:
+        ra, rb = runs.get((a, tool)), runs.get((b, tool))
+        if ra and rb:
+            ma, mb = max(x[2] for x in ra) / 1024, max(x[2] for x in rb) / 1024
+            note = " (its output grows with distinct stacks per thread)" if tool == "ds pprof" else ""
+            out.append("%-8s memory flat x10 -> x100 (<= 1.25x), %s: %.0f -> %.0f MB (%.2fx)%s" % (
+                "MET" if mb <= 1.25 * ma else "NOT MET", tool, ma, mb, mb / ma, note))
     return out
 
 

@@ -23,12 +23,16 @@
  * order the Python feed calls observe() and the stitcher's sink, the side-band records
  * (perfdata.reader.Record) and one tuple per resolved sample
  * (pid, tid, comm, ips as native u64 bytes, period, attr index); MODE_ORDERED adds (cpu, time,
- * number) to each, and the number again when the sample's turn comes in time order (outputs
+ * number, the sample's own ip when its attr has no callchain) to each, and the number again
+ * when the sample's turn comes in time order (outputs
  * that print in order: perf script's text); MODE_COUNTED counts the samples in C per (pid, tid, comm, ips,
  * attr index, outcome) while the side-band records stand still (so the names do too), and gives
  * one (pid, tid, comm, ips, period sum or None, attr index, samples, outcome key, first time,
- * last time) per distinct one, in first-seen order, before the next side-band record and at the
- * end of each output (folded stacks, pprof: they sum samples anyway); MODE_NONE only counts.
+ * last time, how many were stitched after their stack) per distinct one, in first-seen order,
+ * before the next side-band record and at the end of each output (folded stacks, pprof: they
+ * sum samples anyway); MODE_CHAINS counts the same way, with the chain's context markers kept in
+ * the ips (a stitched sample's user frames after PERF_CONTEXT_USER): the flame graph colours
+ * kernel and user frames by them. MODE_NONE only counts.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -66,7 +70,8 @@
 #define CTX_USER ((uint64_t)-512)
 #define CTX_MAX ((uint64_t)-4095)
 
-enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2, MODE_ORDERED = 3, MODE_COUNTED = 5 };
+enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2, MODE_ORDERED = 3, MODE_COUNTED = 5, MODE_CHAINS = 6 };
+#define COUNTED(e) ((e)->mode == MODE_COUNTED || (e)->mode == MODE_CHAINS)
 #define EVENTS(e) ((e)->mode != MODE_FILE && (e)->mode != MODE_NONE)
 /* outcome / reason keys, in the order of model.py: STITCHED, PASSED, then REASONS */
 enum { K_STITCHED, K_PASSED, K_LOST, K_LOST_AFTER, K_EXITED, K_ENDED, K_EVICTED, K_NO_TASK, NKEYS };
@@ -191,13 +196,14 @@ typedef struct {
 typedef struct {
     int simple;                 /* no READ, nothing after the callchain: all the engine walks */
     int time_off, tid_off, cpu_off, period_off;     /* -1: absent */
+    int ip_off;                 /* PERF_SAMPLE_IP: perf script shows it for a sample without a chain */
     int prefix_end, has_chain;
     int trailer_size, tr_time, tr_tid;              /* trailer offsets from the end; -1 absent */
     int has_trailer;            /* sample_id_all and a non-empty trailer */
 } Layout;
 
 typedef struct { uint64_t time, seq; Rec *rec; } HItem;
-/* MODE_COUNTED: the samples of one (pid, tid, comm, ips, attr, outcome) since the last flush */
+/* MODE_COUNTED, MODE_CHAINS: the samples of one (pid, tid, comm, ips, attr, outcome) since the last flush */
 typedef struct {
     uint64_t hash;
     int64_t pid, tid;
@@ -205,7 +211,7 @@ typedef struct {
     PyObject *comm;
     uint32_t n;
     uint64_t *ips;
-    uint64_t count, period, tmin, tmax;
+    uint64_t count, period, tmin, tmax, after;
 } Agg;
 typedef struct { Rec *rec; Samp *s; } FItem;
 typedef struct { uint64_t time; int64_t tid; } Exited;
@@ -366,15 +372,15 @@ static int load_plan(Engine *e, PyObject *plan) {
     if (!l) { PyErr_NoMemory(); return -1; }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *t = PyList_GET_ITEM(lays, i);
-        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 11) {
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 12) {
             free(l);
-            PyErr_SetString(PyExc_TypeError, "layout must be an 11-tuple");
+            PyErr_SetString(PyExc_TypeError, "layout must be a 12-tuple");
             return -1;
         }
         l[i].simple = geti(t, 0); l[i].time_off = geti(t, 1); l[i].tid_off = geti(t, 2);
         l[i].cpu_off = geti(t, 3); l[i].period_off = geti(t, 4); l[i].prefix_end = geti(t, 5);
         l[i].has_chain = geti(t, 6); l[i].trailer_size = geti(t, 7); l[i].tr_time = geti(t, 8);
-        l[i].tr_tid = geti(t, 9); l[i].has_trailer = geti(t, 10);
+        l[i].tr_tid = geti(t, 9); l[i].has_trailer = geti(t, 10); l[i].ip_off = geti(t, 11);
     }
     if (PyErr_Occurred()) { free(l); return -1; }
     free(e->lay);
@@ -737,10 +743,11 @@ static int flush_aggs(Engine *e) {
         Agg *a = &e->aggs[i];
         if (rc == 0) {
             PyObject *ips = PyBytes_FromStringAndSize((const char *)a->ips, (Py_ssize_t)8 * a->n);
-            PyObject *t = ips ? Py_BuildValue("(NNONNiKiNN)", opt_i64(a->has_pid, a->pid), opt_i64(a->has_tid, a->tid),
+            PyObject *t = ips ? Py_BuildValue("(NNONNiKiNNK)", opt_i64(a->has_pid, a->pid), opt_i64(a->has_tid, a->tid),
                                               a->comm ? a->comm : Py_None, ips, opt_u64(a->has_period, a->period),
                                               a->entry, (unsigned long long)a->count, a->key,
-                                              opt_u64(a->has_time, a->tmin), opt_u64(a->has_time, a->tmax)) : NULL;
+                                              opt_u64(a->has_time, a->tmin), opt_u64(a->has_time, a->tmax),
+                                              (unsigned long long)a->after) : NULL;
             if (!t || PyList_Append(e->events, t) < 0) rc = -1;
             Py_XDECREF(t);
         }
@@ -754,10 +761,11 @@ static int flush_aggs(Engine *e) {
 
 static inline uint64_t mix(uint64_t h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); return h; }
 
-/* Count sample s into its aggregate (MODE_COUNTED). */
+/* Count sample s into its aggregate (MODE_COUNTED; MODE_CHAINS with the context markers). */
 static int count_sample(Engine *e, Samp *s, int k) {
     const unsigned char *chain = s->rec->data + s->chain_off + 8;
-    size_t cap = s->knr + (k == K_STITCHED ? s->user->n : 0), n = 0;
+    int markers = e->mode == MODE_CHAINS;
+    size_t cap = s->knr + (k == K_STITCHED ? s->user->n + 1 : 0), n = 0;
     if (cap > e->scap || !e->scratch) {         /* never NULL, even for a sample without frames */
         size_t c = cap > 64 ? cap : 64;
         uint64_t *b = realloc(e->scratch, c * 8);
@@ -767,9 +775,13 @@ static int count_sample(Engine *e, Samp *s, int k) {
     uint64_t *ips = e->scratch;
     for (uint32_t i = 0; i < s->knr; i++) {
         uint64_t ip = rd64(chain + 8 * i);
-        if (ip < CTX_MAX) ips[n++] = ip;
+        if (ip < CTX_MAX || markers) ips[n++] = ip;
     }
-    if (k == K_STITCHED) { memcpy(ips + n, s->user->frames, 8 * (size_t)s->user->n); n += s->user->n; }
+    if (k == K_STITCHED) {
+        if (markers) ips[n++] = CTX_USER;
+        memcpy(ips + n, s->user->frames, 8 * (size_t)s->user->n);
+        n += s->user->n;
+    }
     uint64_t h = mix(mix(mix(mix(14695981039346656037ULL, (uint64_t)s->pid), (uint64_t)s->tid),
                          (uint64_t)(uintptr_t)s->comm), ((uint64_t)s->entry << 8) | (uint64_t)k);
     for (size_t i = 0; i < n; i++) h = mix(h, ips[i]);
@@ -816,6 +828,7 @@ static int count_sample(Engine *e, Samp *s, int k) {
         e->aslot[p] = ++e->nagg;
     }
     a->count++;
+    a->after += s->after_stack;
     if (s->has_period) a->period += s->period;
     if (s->has_time) {
         if (!a->has_time || s->time < a->tmin) a->tmin = s->time;
@@ -823,6 +836,14 @@ static int count_sample(Engine *e, Samp *s, int k) {
         a->has_time = 1;
     }
     return 0;
+}
+
+/* MODE_ORDERED: a sample's own ip (PERF_SAMPLE_IP) when its attr has no callchain, else None:
+ * perf script prints it on the sample's line (the prefix of every layout is fixed: abi/sample.py) */
+static PyObject *own_ip(Engine *e, Samp *s) {
+    const Layout *L = s->entry >= 0 && s->entry < e->nlay ? &e->lay[s->entry] : NULL;
+    if (!L || L->has_chain || L->ip_off < 0 || (uint32_t)L->ip_off + 8 > s->rec->size) Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(rd64(s->rec->data + L->ip_off));
 }
 
 static int emit(Engine *e, Samp *s) {
@@ -846,18 +867,18 @@ static int emit(Engine *e, Samp *s) {
         if (c->comm != s->comm) { Py_INCREF(s->comm); Py_XDECREF(c->comm); c->comm = s->comm; }
         c->comm_seq = e->count_seq;
     }
-    if (e->mode == MODE_COUNTED) return count_sample(e, s, k);
+    if (COUNTED(e)) return count_sample(e, s, k);
     if (EVENTS(e)) {
         PyObject *ips = sample_ips(s);
         if (!ips) return -1;
         PyObject *t = e->mode == MODE_EVENTS     /* (folded needs no more, and it is per sample) */
             ? Py_BuildValue("(NNONNi)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
                             s->comm ? s->comm : Py_None, ips, opt_u64(s->has_period, s->period), s->entry)
-            : Py_BuildValue("(NNONNiNNK)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
+            : Py_BuildValue("(NNONNiNNKN)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
                             s->comm ? s->comm : Py_None, ips,
                             opt_u64(s->has_period, s->period), s->entry,
                             opt_i64(s->has_cpu, s->cpu), opt_u64(s->has_time, s->time),
-                            (unsigned long long)s->seq);
+                            (unsigned long long)s->seq, own_ip(e, s));
         if (!t || PyList_Append(e->events, t) < 0) { Py_XDECREF(t); return -1; }
         Py_DECREF(t);
     }
@@ -1799,5 +1820,6 @@ PyMODINIT_FUNC PyInit__accel(void) {
     PyModule_AddIntConstant(m, "MODE_NONE", MODE_NONE);
     PyModule_AddIntConstant(m, "MODE_ORDERED", MODE_ORDERED);
     PyModule_AddIntConstant(m, "MODE_COUNTED", MODE_COUNTED);
+    PyModule_AddIntConstant(m, "MODE_CHAINS", MODE_CHAINS);
     return m;
 }

@@ -171,11 +171,7 @@ def _text_output(args, make, binary=False):
 
 def cmd_export(args):
     if args.format == "pprof":
-        try:
-            from .output.pprof import Pprof
-        except ImportError as err:
-            raise DeferstitchError("export --format pprof needs the protobuf package (%s): "
-                                   "pip install protobuf" % err) from None
+        from .output.pprof import Pprof
         if args.output in (None, "-") and sys.stdout.isatty():
             raise DeferstitchError("refusing to write a gzip'd profile to a terminal: give -o FILE")
         return _text_output(args, lambda f, ctx: Pprof(f, ctx), binary=True)

@@ -108,7 +108,7 @@ def _engine_mode(out):
     if hasattr(out, "turn"):             # prints in time order
         return engine.MODE_ORDERED
     if hasattr(out, "resolved_counted"):       # sums samples per stack: counted in C
-        return engine.MODE_COUNTED
+        return engine.MODE_CHAINS if getattr(out, "chains", False) else engine.MODE_COUNTED
     if hasattr(out, "resolved_ips"):
         return engine.MODE_EVENTS
     return None
@@ -137,7 +137,8 @@ def _run_engine(perf, out, args, ctx, mode):
                         else:
                             out.writer.write(item)
             elif mode != engine.MODE_NONE:      # events: resolved samples, side-band records, turns
-                add = out.resolved_counted if mode == engine.MODE_COUNTED else out.resolved_ips
+                add = out.resolved_counted if mode in (engine.MODE_COUNTED, engine.MODE_CHAINS) \
+                    else out.resolved_ips
                 observe, turn = ctx.observe, getattr(out, "turn", None)
                 for ev in chunk:
                     cls = ev.__class__

@@ -29,7 +29,6 @@ from synth import BASIC, K, Synth, make_attr, oversized
 from deferstitch import cli
 from deferstitch.abi import consts as C
 from deferstitch.errors import DeferstitchError
-from deferstitch.output.perf_script import PerfScript
 from deferstitch.output.stitched_file import REPORT_FEATURE
 from deferstitch.perfdata import engine
 from deferstitch.perfdata.feed import PerfFeed
@@ -103,6 +102,8 @@ def commands(path, tmp):
     yield ["export", path, "--format", "speedscope", "--no-symbols", "--weight", "period"], None
     pp = str(Path(tmp) / "p.pb.gz")
     yield ["export", path, "--format", "pprof", "--no-symbols", "-o", pp, "--max-pending", "50"], pp
+    fg = str(Path(tmp) / "f.svg")
+    yield ["flamegraph", path, "--no-symbols", "--weight", "period", "-o", fg], fg
     yield ["report", path, "--json", "--max-pending", "7"], None
 
 
@@ -134,13 +135,13 @@ def test_same_as_python_on_other_projects_files(path, tmp_path):
     try:            # what the engine declines up front (group reads, LBR, ...) runs on Python
         with PerfData.open(str(path)) as perf:
             why = engine.unavailable(perf)
-            why_script = why or PerfScript(None, None).engine_refuses(perf)
     except DeferstitchError:
-        why = why_script = "not read"
+        why = "not read"
+    fg = str(tmp_path / "f.svg")
     for argv, o in ((["report", path, "--json"], None), (["stitch", path, "-q", "-o", out], out),
-                    (["folded", path, "--no-symbols"], None), (["script", path, "--no-symbols"], None)):
-        declined = why_script if argv[0] == "script" else why
-        py, fast = both(argv, o, engine="1" if declined else "require")
+                    (["folded", path, "--no-symbols"], None), (["script", path, "--no-symbols"], None),
+                    (["flamegraph", path, "--no-symbols", "-o", fg], fg)):
+        py, fast = both(argv, o, engine="1" if why else "require")
         assert_same(py, fast)
 
 
@@ -155,13 +156,28 @@ def test_standard_input_on_the_engine(scenario):
     come after the data): the same bytes as the Python path."""
     raw = capture(scenario)[0].read_bytes()
     for argv in (["report", "-", "--json"], ["stitch", "-", "-q"], ["folded", "-", "--no-symbols"],
-                 ["script", "-", "--no-symbols", "--max-stack", "4"]):
-        # script from a pipe-format stream: its attrs come late, so whether a sample shows its
-        # own ip (no callchain: the engine does not pass it) is not known ahead: Python path
-        late = argv[0] == "script" and scenario == "pipe"
-        py, fast = stdin_both(argv, raw, engine="1" if late else "require")
+                 ["script", "-", "--no-symbols", "--max-stack", "4"],
+                 ["flamegraph", "-", "--no-symbols", "-o", "-"]):
+        py, fast = stdin_both(argv, raw)
         assert py.returncode == 0, py.stderr
         assert (fast.returncode, fast.stdout, fast.stderr) == (py.returncode, py.stdout, py.stderr), argv
+
+
+@pytest.mark.parametrize("name", ["perfparser/probe.data.stream", "linux-perf-data/sleep.compressed.pipe.data",
+                                  "perf_data_converter/perf.data.piped.target-3.8",
+                                  "perf_data_converter/perf.data.piped.header_feautres_group_desc-6.8"])
+def test_script_from_a_pipe_without_callchains(name):
+    """``perf record -o - | deferstitch script -``: pipe-format standard input whose attrs come
+    late and whose samples have no callchain (perf script prints their own ip on the line), a
+    tracepoint named by tracing data that comes as a record: on the engine, the Python path's bytes."""
+    path = EXTERNAL / name
+    if not path.exists():
+        pytest.skip("%s not found (../shared/external)" % path)
+    py, fast = stdin_both(["script", "-", "--no-symbols"], path.read_bytes())
+    assert py.returncode == 0, py.stderr
+    assert (fast.returncode, fast.stdout, fast.stderr) == (py.returncode, py.stdout, py.stderr)
+    first = py.stdout.split(b"\n", 1)[0]
+    assert b": " in first and not first.endswith(b": ")       # the sample's ip on its own line
 
 
 @pytest.mark.parametrize("scenario, nth", [("a_per_task", 3), ("a_per_task", 500),
@@ -321,7 +337,9 @@ def test_same_as_python_on_random_streams(events, cpu_attr, max_pending):
                 (["folded", path, "--no-symbols", "--max-pending", max_pending], None),
                 (["script", path, "--no-symbols", "--max-pending", max_pending], None),
                 (["export", path, "--format", "pprof", "--no-symbols", "-o", out + ".gz",
-                  "--max-pending", max_pending], out + ".gz")):
+                  "--max-pending", max_pending], out + ".gz"),
+                (["flamegraph", path, "--no-symbols", "-o", out + ".svg", "--max-pending", max_pending],
+                 out + ".svg")):
             py, fast = both(argv, o)
             assert py[0] == 0, py[2]
             assert_same(py, fast)

@@ -305,8 +305,8 @@ def test_perf_plugin_files(small, tmp_path):
 
 # -- a plain install gives every format -----------------------------------------------------------
 def test_plain_install_exports_pprof_and_reads_zstd(tmp_path):
-    """``pip install .`` (no extras) into a fresh venv: pprof (protobuf) and perf record -z
-    (zstandard) work. The package's files are copied first: pip leaves build/ in the tree."""
+    """``pip install .`` (no extras) into a fresh venv: pprof (written without protobuf) and
+    perf record -z (zstandard) work. The package's files are copied first: pip leaves build/ in the tree."""
     src = tmp_path / "src"
     src.mkdir()
     for name in ("setup.py", "setup.cfg", "README.md"):

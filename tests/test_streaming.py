@@ -114,11 +114,8 @@ def test_engine_equals_python_through_a_slow_pipe(argv):
     error line, after the same output)."""
     path, _ = capture("pipe")
     whole = path.read_bytes()
-    # script from pipe-format standard input runs on the Python path, decided up front (its attrs
-    # come late: a sample without a callchain would need its own ip, which the engine does not pass)
-    engine = "1" if argv[0] == "script" else "require"
     for data in (whole, whole[:len(whole) * 2 // 3 + 5]):
         py = slow_feed(path, argv, seed=5, accel="0", data=data)
-        fast = slow_feed(path, argv, seed=5, accel=engine, data=data)
+        fast = slow_feed(path, argv, seed=5, accel="require", data=data)
         assert fast == py
         assert py[0] == (0 if data is whole else 2), py[2]

@@ -14,9 +14,9 @@ import os
 import zlib
 
 from ..abi.consts import PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER
-from ..model import STITCHED, UNMATCHED
+from ..model import REASONS, STITCHED, UNMATCHED
 from .folded import frame_name
-from .frames import StackCache, sample_ips, weight
+from .frames import StackCache, weight
 
 KERNEL, USER, LOST, COMM = "kernel", "user", "lost", "comm"
 FRAME_HEIGHT = 16
@@ -170,23 +170,27 @@ def write(f, tree, path, **kw):
     f.write(svg(tree, **kw) if path and path.lower().endswith(".svg") else page(tree, **kw))
 
 
-def chain_kinds(s):
-    """KERNEL or USER for each real address of a perf sample (sample_ips order): by the chain's
-    context markers, else by the address (the kernel half of the address space)."""
-    kinds, ctx = [], None
-    for ip in s.kernel:
+def _named(_pid, frames):
+    """[(name, KERNEL or USER)] of a chain's real addresses, innermost first: the kind by the
+    chain's context markers, else by the address (the kernel half of the address space)."""
+    out, ctx = [], None
+    for ip, sym, _off, dso in frames:
         if ip >= PERF_CONTEXT_MAX:
             ctx = USER if ip == PERF_CONTEXT_USER else KERNEL if ip == PERF_CONTEXT_KERNEL else ctx
             continue
-        kinds.append(ctx or (KERNEL if ip >> 63 else USER))
-    if s.outcome == STITCHED:
-        kinds.extend([USER] * len(s.user))
-    return kinds
+        out.append((frame_name(sym, dso), ctx or (KERNEL if ip >> 63 else USER)))
+    return out
+
+
+_LOST = (None, None) + REASONS          # engine.KEYS: the reason of an unmatched outcome
 
 
 class FlameGraph:
     """The perf-side output: each resolved sample into a FlameTree, named through a StackCache;
-    ``close()`` writes the page."""
+    ``close()`` writes the page. On the C engine the samples come counted per stack, with
+    their chains' context markers (MODE_CHAINS)."""
+
+    chains = True
 
     def __init__(self, f, ctx, path=None, title=None, width=1200, inverted=False, weight="samples"):
         self.f, self.ctx, self.path = f, ctx, path
@@ -194,20 +198,35 @@ class FlameGraph:
                    "unit": "period" if weight == "period" else "samples"}
         self.weight = weight
         self.tree = FlameTree()
-        self._names = StackCache(ctx, lambda _pid, frames: [frame_name(sym, dso) for _ip, sym, _o, dso in frames])
+        self._names = StackCache(ctx, _named)    # (pid, chain with its markers) -> named frames
 
     def record(self, rec):
         pass
 
     def resolved(self, s):
-        """A sample from the Python path (PerfFeed): its frames, innermost first, then reversed."""
-        names = self._names.get(s.pid, tuple(sample_ips(s)))
-        frames = list(zip(names, chain_kinds(s)))
-        if s.outcome == UNMATCHED:
-            frames.append(lost_frame(s.reason))
-        frames.append((self.ctx.comm(s).replace(" ", "_"), COMM))
+        """A sample from the Python path (PerfFeed): its chain as the engine gives it (the
+        kernel part with its markers, then a stitched sample's user frames)."""
+        chain = tuple(s.kernel)
+        if s.outcome == STITCHED:
+            chain += (PERF_CONTEXT_USER,) + tuple(s.user)
+        self._add(s.pid, self.ctx.comm(s), chain, s.reason if s.outcome == UNMATCHED else None,
+                  weight(self.weight, s.ref.period, s.ref.entry.attr), s.after_stack)
+
+    def resolved_counted(self, pid, tid, comm, chain, period, entry, count, key, _first, _last, after):
+        """``count`` samples of one chain from the C engine (perfdata/engine.py, MODE_CHAINS):
+        ``chain`` as native u64 bytes, ``period`` their sum (None: the attr's fixed period),
+        ``after`` how many were stitched after their stack."""
+        attr = self.ctx.perf.evlist.entries[entry].attr
+        w = count if self.weight != "period" else period if period is not None else count * attr.sample_period
+        self._add(pid, self.ctx.comm_of(tid, comm), chain, _LOST[key], w, after)
+
+    def _add(self, pid, comm, chain, reason, w, after):
+        frames = list(self._names.get(pid, chain))
+        if reason:
+            frames.append(lost_frame(reason))
+        frames.append((comm.replace(" ", "_"), COMM))
         frames.reverse()
-        self.tree.add(frames, weight(self.weight, s.ref.period, s.ref.entry.attr), s.after_stack)
+        self.tree.add(frames, w, after)
 
     def sample(self, s):
         pass

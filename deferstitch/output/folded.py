@@ -40,7 +40,7 @@ class Folded:
         self._add(s.pid, self.ctx.comm(s), tuple(sample_ips(s)),
                   weight(self.weight, s.ref.period, s.ref.entry.attr))
 
-    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, _key, _first, _last):
+    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, _key, _first, _last, _after):
         """``count`` samples of one stack from the C engine (perfdata/engine.py, MODE_COUNTED):
         ``ips`` as native u64 bytes, ``period`` their sum (None: the attr's fixed period)."""
         attr = self.ctx.perf.evlist.entries[entry].attr

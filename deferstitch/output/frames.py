@@ -25,36 +25,44 @@ def name_ips(pid, ips, ctx):
 
 
 class StackCache:
-    """``make(pid, frames)`` per (pid, ips), kept while the maps and kernel symbols stand still (the
-    maps' generation, the resolver's epoch): profiles repeat a few hundred stacks many thousand
-    times. ``ips`` is a tuple (the Python path) or native u64 bytes (the C engine)."""
+    """``make(pid, frames)`` per (pid, ips), kept while that process's maps and the kernel's
+    symbols stand still: profiles repeat a few hundred stacks many thousand times. Processes
+    whose maps are the same share their stacks (Maps.signature: the names of their addresses
+    are the same), so a program run by many processes is named once. ``ips`` is a tuple (the
+    Python path) or native u64 bytes (the C engine)."""
 
     LIMIT = 1 << 18
 
     def __init__(self, ctx, make):
         self.ctx, self.make = ctx, make
-        self.texts = {}
-        self.frames = {}          # (pid, ip) -> named frame: stacks share most of their frames
+        self.texts = {}           # (signature, ips) -> make()'s result
+        self.frames = {}          # (signature, ip) -> named frame: stacks share most of their frames
         self.epoch = None
 
     def get(self, pid, ips):
         res = self.ctx.resolver
-        epoch = (res.maps.generation, res.epoch)
+        maps = res.maps
+        # kernel addresses: the kernel's maps (pid -1, by content too) and symbols; user ones:
+        # the process's signature, taken last (a signature may start a new sig_epoch)
+        kernel = maps.signature(-1)
+        sig = maps.signature(pid)
+        epoch = (kernel, res.epoch, maps.sig_epoch)
         texts = self.texts
         if epoch != self.epoch or len(texts) > self.LIMIT or len(self.frames) > self.LIMIT:
             texts.clear()
             self.frames.clear()
             self.epoch = epoch
-        hit = texts.get((pid, ips))
+        hit = texts.get((sig, ips))
         if hit is None:
             seq = ips if ips.__class__ is tuple else memoryview(ips).cast("Q").tolist()
             frames, frame, named = self.frames, res.frame, []
             for ip in seq:
-                f = frames.get((pid, ip))
-                if f is None:
-                    f = frames[(pid, ip)] = (ip,) + frame(pid, ip)
+                f = frames.get((sig, ip))
+                if f is None:       # (a context marker, in a flame graph's chain, has no name)
+                    f = (ip,) + frame(pid, ip) if ip < PERF_CONTEXT_MAX else (ip, None, 0, None)
+                    frames[(sig, ip)] = f
                 named.append(f)
-            hit = texts[(pid, ips)] = self.make(pid, named)
+            hit = texts[(sig, ips)] = self.make(pid, named)
         return hit
 
 

@@ -1,6 +1,5 @@
 """Profiles from named, summed stacks (``{"comm;outer;...;inner": weight}``): what the fleet
 writes after its reduction, in the three formats of the single-file commands."""
-import gzip
 import json
 
 from .. import __version__
@@ -42,35 +41,37 @@ def write_speedscope(f, lines, name, unit="none"):
 
 def write_pprof(f, lines, unit=("samples", "count")):
     """pprof's profile.proto, gzip'd: a location per distinct frame name (addresses differ from
-    host to host), leaf first, a ``thread`` label with the comm."""
-    from .pprof_schema import messages
-    prof = messages()["Profile"]()
-    strings = {"": 0}
-    prof.string_table.append("")
+    host to host), leaf first, a ``thread`` label with the comm (written as pprof.py does:
+    pprof_wire.py)."""
+    from . import pprof_wire as W
+    strings, table = {}, []
 
     def s(text):
         i = strings.get(text)
         if i is None:
-            i = strings[text] = len(prof.string_table)
-            prof.string_table.append(text)
+            i = strings[text] = len(table)
+            table.append(W.string(text))
         return i
-    vt = prof.sample_type.add()
-    vt.type, vt.unit = s(unit[0]), s(unit[1])
-    locations = {}
+    s("")
+    out = W.GzipProfile(f)
+    out.write(W.field(W.SAMPLE_TYPE, W.value_type(s(unit[0]), s(unit[1]))))
+    locations, functions = {}, []
     for line in sorted(lines):
         comm, stack = split(line)
-        smp = prof.sample.add()
+        ids = []
         for fr in reversed(stack):
             lid = locations.get(fr)
             if lid is None:
-                fn = prof.function.add()
-                fn.id = lid = locations[fr] = len(locations) + 1
-                fn.name = fn.system_name = s(fr)
-                loc = prof.location.add()
-                loc.id = lid
-                loc.line.add().function_id = lid
-            smp.location_id.append(lid)
-        smp.value.append(lines[line])
-        lab = smp.label.add()
-        lab.key, lab.str = s("thread"), s(comm)
-    f.write(gzip.compress(prof.SerializeToString()))
+                lid = locations[fr] = len(locations) + 1
+                name = s(fr)
+                functions.append((lid, name))
+            ids.append(lid)
+        out.write(W.sample(W.locations_field(W.packed(ids)), W.values_field((lines[line],)),
+                           W.label(s("thread"), s(comm))))
+    for lid, _name in functions:
+        out.write(W.location(lid, 0, 0, lid))
+    for lid, name in functions:
+        out.write(W.function(lid, name, name, 0))
+    for data in table:
+        out.write(data)
+    out.close()

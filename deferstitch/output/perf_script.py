@@ -17,11 +17,6 @@ from ..abi import consts as C
 from .frames import StackCache, name_ips, sample_ips, sample_period, sym_text, weight
 
 
-def _samples(attr):
-    """Whether an event can give samples: not perf's dummy (side-band records only)."""
-    return not (attr.type == C.PERF_TYPE_SOFTWARE and attr.config == C.PERF_COUNT_SW_DUMMY)
-
-
 def _frame_lines(_pid, frames):
     return "".join("\n\t%16x %s (%s)" % (ip, sym_text(sym, off), dso) for ip, sym, off, dso in frames)
 
@@ -32,18 +27,6 @@ class PerfScript:
         self._frames = StackCache(ctx, _frame_lines)
         self._ready = {}          # sample number -> text, until its turn (the C engine's path)
         self._name_width = None   # taken at the first sample, as perf does: names come first
-
-    def engine_refuses(self, perf):
-        """Why the C engine cannot feed this output (None: it can). It hands over callchains,
-        not a sample's own ip, which perf script prints for a sample without a callchain; a
-        pipe-format input names its attrs only as it goes (read ahead for a file)."""
-        from ..perfdata.feed import probe_entries
-        entries = probe_entries(perf)
-        if entries is None:
-            return "standard input in pipe format: its attrs (callchain or not) are not known ahead"
-        if not all(e.layout.has_callchain or not _samples(e.attr) for e in entries):
-            return "samples without a callchain (perf script prints their ip)"
-        return None
 
     def record(self, rec):
         pass
@@ -57,13 +40,14 @@ class PerfScript:
     def sample(self, s):
         self.f.write(s.ref.text)
 
-    def resolved_ips(self, pid, tid, comm, ips, period, entry, cpu, time, number):
-        """A sample from the C engine (perfdata/engine.py): ``ips`` as native u64 bytes."""
+    def resolved_ips(self, pid, tid, comm, ips, period, entry, cpu, time, number, ip):
+        """A sample from the C engine (perfdata/engine.py): ``ips`` as native u64 bytes, ``ip``
+        its own ip when its attr has no callchain."""
         ent = self.ctx.perf.evlist.entries[entry]
         if self.max_stack is not None:
             ips = ips[:8 * self.max_stack]
         self._ready[number] = self._text(pid, tid, self.ctx.comm_of(tid, comm), ips,
-                                         weight("period", period, ent.attr), ent, cpu, time)
+                                         weight("period", period, ent.attr), ent, cpu, time, ip)
 
     def turn(self, number):
         """The C engine's time order: sample ``number`` is next."""

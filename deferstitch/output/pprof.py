@@ -5,52 +5,61 @@ mappings per dso, and labels thread/tid/outcome/reason so that unmatched samples
 (pprof shows those nowhere).
 
 Samples with the same locations and labels are one pprof sample with the values summed, as
-pprof's own merge does: the profile grows with distinct stacks per thread, not with the file."""
-import gzip
+pprof's own merge does: the profile grows with distinct stacks per thread, not with the file.
+It is held as it will be written (pprof_wire.py): each distinct stack once as its packed
+location ids, each label set once as bytes, and per sample one dict entry (an int key) and two
+array slots, so memory follows the output's size, not Python objects per sample."""
+from array import array
 
 from ..model import PASSED, REASONS, STITCHED, UNMATCHED
+from . import pprof_wire as W
 from .frames import StackCache, sample_ips, sample_period
-from .pprof_schema import messages
 
 _OUTCOMES = [(STITCHED, None), (PASSED, None)] + [(UNMATCHED, r) for r in REASONS]   # engine.KEYS
+_TID_BITS = 33              # a sample's key: stack, label set, tid + its 33 low bits (-1: no tid)
+_TID_MASK = (1 << _TID_BITS) - 1
+_U64_MAX = (1 << 64) - 1
 
 
 class Pprof:
     def __init__(self, f, ctx):
         self.f, self.ctx = f, ctx
-        M = messages()
-        self.prof = M["Profile"]()
-        self.strings = {"": 0}
-        self.prof.string_table.append("")
+        self.strings = {}
+        self._strings = []                  # string_table entries, encoded, in id order
         self.functions, self.locations, self.mappings = {}, {}, {}
-        vt = self.prof.sample_type.add()
-        vt.type, vt.unit = self.s("samples"), self.s("count")
-        vt = self.prof.sample_type.add()
-        vt.type, vt.unit = self.s("cpu"), self.s("nanoseconds")
-        self.prof.period_type.type, self.prof.period_type.unit = self.s("cpu"), self.s("nanoseconds")
+        self._tables = {W.MAPPING: [], W.LOCATION: [], W.FUNCTION: []}   # encoded, in id order
+        self.s("")
+        self._head = W.field(W.SAMPLE_TYPE, W.value_type(self.s("samples"), self.s("count"))) \
+            + W.field(W.SAMPLE_TYPE, W.value_type(self.s("cpu"), self.s("nanoseconds")))
+        self._period_type = W.field(W.PERIOD_TYPE, W.value_type(self.s("cpu"), self.s("nanoseconds")))
         self.first = self.last = None
-        self._locs = StackCache(ctx, self._location_ids)   # (pid, ips) -> location ids
-        self._samples = {}        # (locations, thread, outcome, reason, tid) -> [values, labels]
-                                  # (plain lists while counting; profile.proto messages at close)
+        self._locs = StackCache(ctx, self._stack_of)    # (pid, ips) -> stack number
+        self._stacks = {}          # packed location ids -> stack number
+        self._stack_bodies = []    # stack number -> packed location ids
+        self._lost = {}            # (stack, reason) -> the stack with its [user stack lost] frame
+        self._labels = {}          # (thread, outcome, reason) -> label set number
+        self._label_bytes = []     # label set number -> its encoded labels
+        self._tid_key = None
+        self._samples = {}         # (stack << 32 | label set) << 33 | tid -> sample number
+        self._counts, self._periods = array("Q"), array("Q")    # per sample number
 
     def s(self, text):
         i = self.strings.get(text)
         if i is None:
-            i = self.strings[text] = len(self.prof.string_table)
-            self.prof.string_table.append(text)
+            i = self.strings[text] = len(self._strings)
+            self._strings.append(W.string(text))
         return i
 
     def _mapping(self, dso, m):
         mid = self.mappings.get(dso)
         if mid is None:
-            mp = self.prof.mapping.add()
-            mid = mp.id = self.mappings[dso] = len(self.mappings) + 1
-            mp.filename = self.s(dso)
+            mid = self.mappings[dso] = len(self.mappings) + 1
+            filename = self.s(dso)
             if m is not None:
-                mp.memory_start, mp.memory_limit, mp.file_offset = m.start, m.end, m.pgoff
-                if m.build_id:
-                    mp.build_id = self.s(m.build_id)
-            mp.has_functions = True
+                build_id = self.s(m.build_id) if m.build_id else 0
+                self._tables[W.MAPPING].append(W.mapping(mid, m.start, m.end, m.pgoff, filename, build_id))
+            else:
+                self._tables[W.MAPPING].append(W.mapping(mid, 0, 0, 0, filename, 0))
         return mid
 
     def _location(self, pid, ip, sym, off, dso):
@@ -59,37 +68,42 @@ class Pprof:
         if lid is not None:
             return lid
         m = self.ctx.maps.find(pid, ip)
-        loc = self.prof.location.add()
-        lid = loc.id = self.locations[key] = len(self.locations) + 1
-        loc.mapping_id = self._mapping(dso, m)
-        loc.address = ip
+        lid = self.locations[key] = len(self.locations) + 1
+        mid = self._mapping(dso, m)
         name = sym if sym is not None else "[%s]" % dso.strip("[]").rsplit("/", 1)[-1]
         fkey = (name, dso)
         fid = self.functions.get(fkey)
         if fid is None:
-            fn = self.prof.function.add()
-            fid = fn.id = self.functions[fkey] = len(self.functions) + 1
-            fn.name = fn.system_name = self.s(name)
-            fn.filename = self.s(dso)
-        loc.line.add().function_id = fid
+            fid = self.functions[fkey] = len(self.functions) + 1
+            sname = self.s(name)
+            self._tables[W.FUNCTION].append(W.function(fid, sname, sname, self.s(dso)))
+        self._tables[W.LOCATION].append(W.location(lid, mid, ip, fid))
         return lid
 
     def record(self, rec):
         pass
 
-    def _location_ids(self, pid, frames):
+    def _stack(self, body):
+        n = self._stacks.get(body)
+        if n is None:
+            n = self._stacks[body] = len(self._stack_bodies)
+            self._stack_bodies.append(body)
+        return n
+
+    def _stack_of(self, pid, frames):
+        """The stack number of named frames (innermost first): their location ids, packed."""
         known, ids = self.locations, []
         for ip, sym, off, dso in frames:
             lid = known.get((dso, ip, sym))
             ids.append(lid if lid is not None else self._location(pid, ip, sym, off, dso))
-        return tuple(ids)
+        return self._stack(W.packed(ids))
 
     def resolved(self, s):
         """A sample from the Python path (PerfFeed)."""
         self._add(s.pid, s.tid, self.ctx.comm(s), tuple(sample_ips(s)), sample_period(s), s.time,
                   s.outcome, s.reason)
 
-    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, key, first, last):
+    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, key, first, last, _after):
         """``count`` samples of one stack and outcome from the C engine (perfdata/engine.py,
         MODE_COUNTED): ``ips`` as native u64 bytes, ``period`` their sum (None: the attr's fixed
         period), ``key`` the outcome's number (engine.KEYS), times the first and last."""
@@ -100,18 +114,29 @@ class Pprof:
                   count, last)
 
     def _add(self, pid, tid, comm, ips, period, time, outcome, reason, count=1, last=None):
-        locs = self._locs.get(pid, ips)
+        stack = self._locs.get(pid, ips)
         if reason:
-            locs += (self._location(pid, 0, "[user stack lost: %s]" % reason, 0, "[deferstitch]"),)
-        tid = tid if tid is not None else -1
-        key = (locs, comm, outcome, reason, tid)
-        smp = self._samples.get(key)
-        if smp is None:         # strings interned now, in the order they are first met
-            labels = [(self.s(lkey), self.s(val))
-                      for lkey, val in (("thread", comm), ("outcome", outcome), ("reason", reason)) if val]
-            smp = self._samples[key] = [0, 0, locs, labels, self.s("tid"), tid]
-        smp[0] += count
-        smp[1] += period
+            lost = self._lost.get((stack, reason))
+            if lost is None:
+                lid = self._location(pid, 0, "[user stack lost: %s]" % reason, 0, "[deferstitch]")
+                lost = self._lost[(stack, reason)] = self._stack(self._stack_bodies[stack] + W.varint(lid))
+            stack = lost
+        lkey = (comm, outcome, reason)
+        labels = self._labels.get(lkey)
+        if labels is None:      # strings interned now, in the order they are first met
+            labels = self._labels[lkey] = len(self._label_bytes)
+            self._label_bytes.append(b"".join(W.label(self.s(k), self.s(v)) for k, v in
+                                              (("thread", comm), ("outcome", outcome), ("reason", reason)) if v))
+            self._tid_key = self.s("tid")
+        skey = (stack << 32 | labels) << _TID_BITS | ((tid if tid is not None else -1) & _TID_MASK)
+        i = self._samples.get(skey)
+        if i is None:
+            i = self._samples[skey] = len(self._counts)
+            self._counts.append(0)
+            self._periods.append(0)
+        self._counts[i] += count
+        p = self._periods[i] + period
+        self._periods[i] = p if p <= _U64_MAX else _U64_MAX
         if time is not None:
             last = time if last is None else last
             self.first = time if self.first is None else min(self.first, time)
@@ -121,16 +146,31 @@ class Pprof:
         pass
 
     def close(self):
-        add = self.prof.sample.add
-        for count, period, locs, labels, tid_key, tid in self._samples.values():
-            smp = add()
-            smp.location_id.extend(locs)
-            smp.value.extend([count, period])
-            for k, v in labels:
-                lab = smp.label.add()
-                lab.key, lab.str = k, v
-            lab = smp.label.add()
-            lab.key, lab.num = tid_key, tid
-        if self.first is not None:     # perf's clock is not wall time: no time_nanos
-            self.prof.duration_nanos = self.last - self.first
-        self.f.write(gzip.compress(self.prof.SerializeToString()))
+        out = W.GzipProfile(self.f)
+        out.write(self._head)
+        stacks = [W.locations_field(b) for b in self._stack_bodies]
+        labels, tids, counts, periods = self._label_bytes, {}, self._counts, self._periods
+        mask, varint, parts = (1 << 32) - 1, W.varint, []
+        for key, i in self._samples.items():
+            t = key & _TID_MASK
+            tl = tids.get(t)
+            if tl is None:
+                tl = tids[t] = W.label(self._tid_key, 0, t if t != _TID_MASK else -1)
+            key >>= _TID_BITS
+            p = periods[i]
+            values = varint(counts[i]) + varint(p if p <= W.INT64_MAX else W.INT64_MAX)
+            body = b"".join((stacks[key >> 32], b"\x12", varint(len(values)), values, labels[key & mask], tl))
+            parts += (W.SAMPLE, varint(len(body)), body)        # W.sample(), inline: one per sample
+            if len(parts) > 3000:
+                out.write(b"".join(parts))
+                parts.clear()
+        out.write(b"".join(parts))
+        for tag in (W.MAPPING, W.LOCATION, W.FUNCTION):
+            for data in self._tables[tag]:
+                out.write(data)
+        for data in self._strings:
+            out.write(data)
+        if self.first is not None and self.last != self.first:    # perf's clock is not wall time: no time_nanos
+            out.write(W.DURATION + W.varint(self.last - self.first))
+        out.write(self._period_type)
+        out.close()

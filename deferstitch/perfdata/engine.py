@@ -34,7 +34,7 @@ try:
 except ImportError:           # not built (no compiler), or perf's embedded Python
     _accel = None
 
-MODE_FILE, MODE_EVENTS, MODE_NONE, MODE_ORDERED, MODE_COUNTED = 0, 1, 2, 3, 5
+MODE_FILE, MODE_EVENTS, MODE_NONE, MODE_ORDERED, MODE_COUNTED, MODE_CHAINS = 0, 1, 2, 3, 5, 6
 KEYS = (STITCHED, PASSED) + REASONS      # the engine's outcome numbers
 
 
@@ -78,7 +78,8 @@ def plan(evlist):
         lays.append((int(_simple(lay)), lay.time_offset, lay.tid_offset,
                      lay._prefix_offset(names, "cpu"), lay._prefix_offset(names, "period"),
                      lay.prefix_end, int(lay.has_callchain), lay.trailer.size,
-                     lay.trailer_time_from_end, lay.trailer_tid_from_end, int(bool(lay.trailer_names))))
+                     lay.trailer_time_from_end, lay.trailer_tid_from_end, int(bool(lay.trailer_names)),
+                     lay._prefix_offset(names, "ip")))
     return (evlist._sample_id_at, evlist._trailer_id_from_end,
             {i: ent.index for i, ent in evlist.by_id.items()}, lays)
 
@@ -132,6 +133,8 @@ class EngineRun:
                         perf._note(rec)     # the reader counts it (auxtrace.py), as records() does
                     reading = False
                     if rec.extra or rec.type in _FOREIGN or rec.type > 0xFFFF:
+                        if rec.type == C.PERF_RECORD_HEADER_TRACING_DATA:
+                            perf._note(rec)     # tracepoint names, as the reader notes them
                         eng.foreign(rec)
                     elif feed(rec.data, 0, len(rec.data), at) != len(rec.data):
                         raise RuntimeError("the C engine left a whole record at %#x" % at)
