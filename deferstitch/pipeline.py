@@ -77,8 +77,6 @@ def run(args, make, symbols=False, perf=None, hint=False):
     out = make(perf, ctx)
     mode = _engine_mode(out)
     why = engine.unavailable(perf) if mode is not None else "an output the engine does not feed"
-    if why is None and getattr(out, "engine_refuses", None) is not None:
-        why = out.engine_refuses(perf)
     if why is None:
         rep = _run_engine(perf, out, args, ctx, mode)
     elif os.environ.get("DEFERSTITCH_ACCEL") == "require":
