@@ -119,3 +119,31 @@ def test_engine_equals_python_through_a_slow_pipe(argv):
         fast = slow_feed(path, argv, seed=5, accel="require", data=data)
         assert fast == py
         assert py[0] == (0 if data is whole else 2), py[2]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ is Linux's")
+def test_standard_input_pipe_is_widened_and_a_file_is_left_alone(tmp_path):
+    """PerfData.open('-') asks for a 1 MiB pipe (fewer wake-ups of writer and reader: the
+    stdin-vs-file bench); a regular file on standard input is read as it is."""
+    import fcntl
+    from deferstitch.perfdata import reader
+    F_GETPIPE_SZ = getattr(fcntl, "F_GETPIPE_SZ", 1032)
+    r, w = os.pipe()
+    saved = os.dup(0)
+    try:
+        os.dup2(r, 0)
+        assert fcntl.fcntl(0, F_GETPIPE_SZ) < reader.CHUNK
+        os.close(w)                        # an empty pipe: open() gives up at the magic
+        with pytest.raises(Exception):
+            reader.PerfData.open("-")
+        assert fcntl.fcntl(r, F_GETPIPE_SZ) == reader.CHUNK
+        plain = tmp_path / "plain"
+        plain.write_bytes(open(capture("a_per_task")[0], "rb").read())
+        with open(plain, "rb") as f:
+            os.dup2(f.fileno(), 0)
+            with reader.PerfData.open("-") as perf:
+                assert sum(1 for _ in perf.records()) > 0
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        os.close(r)
