@@ -135,14 +135,20 @@ def count_records(path):
     return n, samples
 
 
-def prepare(quick):
-    """[(label, file name in CACHE, group)], building what the cache lacks."""
+def cache_meta():
+    """(path, dict) of CACHE/inputs.json: what was built, forgotten when bench/build.py changes."""
     CACHE.mkdir(parents=True, exist_ok=True)
     stamp = hashlib.sha1(Path(build.__file__).read_bytes()).hexdigest()[:10]
     meta_path = CACHE / "inputs.json"
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     if meta.get("stamp") != stamp:
         meta = {"stamp": stamp, "files": {}}
+    return meta_path, meta
+
+
+def prepare(quick):
+    """[(label, file name in CACHE, group)], building what the cache lacks."""
+    meta_path, meta = cache_meta()
     inputs = []
     c_src = CAPTURES / "c_per_task" / "per-task.data"
     if not c_src.exists():
@@ -339,12 +345,7 @@ def targets(by, scale, inputs):
 
 def goal_inputs():
     """[(label, file in CACHE, tools)] of the goal rows, built where the cache lacks them."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    stamp = hashlib.sha1(Path(build.__file__).read_bytes()).hexdigest()[:10]
-    meta_path = CACHE / "inputs.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-    if meta.get("stamp") != stamp:
-        meta = {"stamp": stamp, "files": {}}
+    meta_path, meta = cache_meta()
     c_src, p_src = CAPTURES / "c_per_task" / "per-task.data", CAPTURES / "pipe" / "pipe.data"
     if not c_src.exists():
         raise SystemExit("bench: %s not found (set DEFERSTITCH_SHARED)" % c_src)

@@ -69,21 +69,32 @@ def scenario(path):
     return want, f.save(path)
 
 
+def user_counts(folded):
+    """Samples per user frame name of folded text (root first: the two user frames, then the
+    kernel; both user frames must name the same map)."""
+    got = {}
+    for line in folded.splitlines():
+        stack, n = line.rsplit(" ", 1)
+        user = stack.split(";")[1:3]
+        assert user[0] == user[1], line
+        got[user[0]] = got.get(user[0], 0) + int(n)
+    return got
+
+
+def expected_counts(want):
+    """What user_counts must give for the scenario's (pid, map name) samples."""
+    expect = {}
+    for _pid, name in want:
+        expect["[%s]" % name] = expect.get("[%s]" % name, 0) + 1
+    return expect
+
+
 @pytest.mark.parametrize("accel", ["require", "0"])
 def test_folded_names_follow_each_process_maps(tmp_path, accel):
     want, path = scenario(tmp_path / "maps.data")
     r = run_cli("folded", path, "--no-symbols", env={**os.environ, "DEFERSTITCH_ACCEL": accel})
     assert r.returncode == 0, r.stderr
-    got = {}
-    for line in r.stdout.decode().splitlines():
-        stack, n = line.rsplit(" ", 1)
-        user = stack.split(";")[1:3]          # root first: the two user frames, then the kernel
-        assert user[0] == user[1], line
-        got[user[0]] = got.get(user[0], 0) + int(n)
-    expect = {}
-    for _pid, name in want:
-        expect["[%s]" % name] = expect.get("[%s]" % name, 0) + 1
-    assert got == expect
+    assert user_counts(r.stdout.decode()) == expected_counts(want)
 
 
 @pytest.mark.parametrize("accel", ["require", "0"])
@@ -135,11 +146,4 @@ def test_forgotten_signatures_never_mix_stacks(tmp_path, monkeypatch):
         monkeypatch.setenv("DEFERSTITCH_ACCEL", accel)
         out = tmp_path / ("f-%s.txt" % accel)
         assert cli.main(["folded", str(path), "--no-symbols", "-o", str(out)]) == 0
-        got = {}
-        for line in out.read_text().splitlines():
-            stack, n = line.rsplit(" ", 1)
-            got[stack.split(";")[1]] = got.get(stack.split(";")[1], 0) + int(n)
-        expect = {}
-        for _pid, name in want:
-            expect["[%s]" % name] = expect.get("[%s]" % name, 0) + 1
-        assert got == expect
+        assert user_counts(out.read_text()) == expected_counts(want)
