@@ -45,8 +45,10 @@ def test_speedscope_follows_its_schema(scenario, tmp_path):
     out = tmp_path / "p.speedscope.json"
     r = run_cli("export", path, "--format", "speedscope", "-o", out, "-q")
     assert r.returncode == 0, r.stderr
-    doc = json.loads(out.read_text())
+    text = out.read_text()
+    doc = json.loads(text)
     jsonschema.validate(doc, speedscope_schema())
+    assert text == json.dumps(doc) + "\n"      # written piece by piece as json.dump writes it
     rep = report(path)
     assert sum(len(p["samples"]) for p in doc["profiles"]) == rep["samples"]
     for prof in doc["profiles"]:
