@@ -38,22 +38,36 @@ class StackCache:
         self.texts = {}           # (signature, ips) -> make()'s result
         self.frames = {}          # (signature, ip) -> named frame: stacks share most of their frames
         self.epoch = None
+        self.sigs = {}            # pid -> signature, while the stamp below stands
+        self.stamp = None         # (maps.generation, maps.sig_epoch, resolver epoch)
 
     def get(self, pid, ips):
         res = self.ctx.resolver
         maps = res.maps
-        # kernel addresses: the kernel's maps (pid -1, by content too) and symbols; user ones:
-        # the process's signature, taken last (a signature may start a new sig_epoch)
-        kernel = maps.signature(-1)
-        sig = maps.signature(pid)
-        epoch = (kernel, res.epoch, maps.sig_epoch)
+        stamp = self.stamp
+        if stamp is None or stamp[0] != maps.generation or stamp[1] != maps.sig_epoch \
+                or stamp[2] != res.epoch:
+            self.sigs.clear()
+        sig = self.sigs.get(pid)
+        if sig is None:
+            # kernel addresses: the kernel's maps (pid -1, by content too) and symbols; user
+            # ones: the process's signature, taken last (a signature may start a new sig_epoch)
+            kernel = maps.signature(-1)
+            sig = maps.signature(pid)
+            epoch = (kernel, res.epoch, maps.sig_epoch)
+            if epoch != self.epoch:
+                self.texts.clear()
+                self.frames.clear()
+                self.sigs.clear()
+                self.epoch = epoch
+            self.sigs[pid] = sig
+            self.stamp = (maps.generation, maps.sig_epoch, res.epoch)
         texts = self.texts
-        if epoch != self.epoch or len(texts) > self.LIMIT or len(self.frames) > self.LIMIT:
-            texts.clear()
-            self.frames.clear()
-            self.epoch = epoch
         hit = texts.get((sig, ips))
         if hit is None:
+            if len(texts) > self.LIMIT or len(self.frames) > self.LIMIT:
+                texts.clear()
+                self.frames.clear()
             seq = ips if ips.__class__ is tuple else memoryview(ips).cast("Q").tolist()
             frames, frame, named = self.frames, res.frame, []
             for ip in seq:

@@ -108,12 +108,14 @@ class Pprof:
         MODE_COUNTED): ``ips`` as native u64 bytes, ``period`` their sum (None: the attr's fixed
         period), ``key`` the outcome's number (engine.KEYS), times the first and last."""
         outcome, reason = _OUTCOMES[key]
-        attr = self.ctx.perf.evlist.entries[entry].attr
-        self._add(pid, tid, self.ctx.comm_of(tid, comm), ips,
-                  period if period is not None else count * attr.sample_period, first, outcome, reason,
+        if period is None:
+            period = count * self.ctx.perf.evlist.entries[entry].attr.sample_period
+        self._add(pid, tid, self.ctx.comm_of(tid, comm), ips, period, first, outcome, reason,
                   count, last)
 
     def _add(self, pid, tid, comm, ips, period, time, outcome, reason, count=1, last=None):
+        """One call per distinct (thread, stack, outcome) from the engine: its per-call cost is
+        most of what pprof costs over folded, hence the inlined lookups."""
         stack = self._locs.get(pid, ips)
         if reason:
             lost = self._lost.get((stack, reason))
@@ -121,26 +123,30 @@ class Pprof:
                 lid = self._location(pid, 0, "[user stack lost: %s]" % reason, 0, "[deferstitch]")
                 lost = self._lost[(stack, reason)] = self._stack(self._stack_bodies[stack] + W.varint(lid))
             stack = lost
-        lkey = (comm, outcome, reason)
-        labels = self._labels.get(lkey)
+        labels = self._labels.get((comm, outcome, reason))
         if labels is None:      # strings interned now, in the order they are first met
-            labels = self._labels[lkey] = len(self._label_bytes)
+            labels = self._labels[(comm, outcome, reason)] = len(self._label_bytes)
             self._label_bytes.append(b"".join(W.label(self.s(k), self.s(v)) for k, v in
                                               (("thread", comm), ("outcome", outcome), ("reason", reason)) if v))
             self._tid_key = self.s("tid")
         skey = (stack << 32 | labels) << _TID_BITS | ((tid if tid is not None else -1) & _TID_MASK)
-        i = self._samples.get(skey)
+        samples, counts, periods = self._samples, self._counts, self._periods
+        i = samples.get(skey)
         if i is None:
-            i = self._samples[skey] = len(self._counts)
-            self._counts.append(0)
-            self._periods.append(0)
-        self._counts[i] += count
-        p = self._periods[i] + period
-        self._periods[i] = p if p <= _U64_MAX else _U64_MAX
+            i = samples[skey] = len(counts)
+            counts.append(count)
+            periods.append(period if period <= _U64_MAX else _U64_MAX)
+        else:
+            counts[i] += count
+            p = periods[i] + period
+            periods[i] = p if p <= _U64_MAX else _U64_MAX
         if time is not None:
-            last = time if last is None else last
-            self.first = time if self.first is None else min(self.first, time)
-            self.last = last if self.last is None else max(self.last, last)
+            if last is None:
+                last = time
+            if self.first is None or time < self.first:
+                self.first = time
+            if self.last is None or last > self.last:
+                self.last = last
 
     def sample(self, s):
         pass
@@ -151,15 +157,25 @@ class Pprof:
         stacks = [W.locations_field(b) for b in self._stack_bodies]
         labels, tids, counts, periods = self._label_bytes, {}, self._counts, self._periods
         mask, varint, parts = (1 << 32) - 1, W.varint, []
+        encoded = {}                    # value -> varint: counts and periods repeat
+        one = W.ONE_BYTE                # (Sample.value's packed length: at most 20)
         for key, i in self._samples.items():
             t = key & _TID_MASK
             tl = tids.get(t)
             if tl is None:
                 tl = tids[t] = W.label(self._tid_key, 0, t if t != _TID_MASK else -1)
             key >>= _TID_BITS
-            p = periods[i]
-            values = varint(counts[i]) + varint(p if p <= W.INT64_MAX else W.INT64_MAX)
-            body = b"".join((stacks[key >> 32], b"\x12", varint(len(values)), values, labels[key & mask], tl))
+            c, p = counts[i], periods[i]
+            vc = encoded.get(c)
+            if vc is None:
+                vc = encoded[c] = varint(c)
+            vp = encoded.get(p)
+            if vp is None:
+                vp = encoded[p] = varint(p if p <= W.INT64_MAX else W.INT64_MAX)
+            if len(encoded) > 1 << 16:
+                encoded.clear()
+            body = b"".join((stacks[key >> 32], b"\x12", one[len(vc) + len(vp)], vc, vp,
+                             labels[key & mask], tl))
             parts += (W.SAMPLE, varint(len(body)), body)        # W.sample(), inline: one per sample
             if len(parts) > 3000:
                 out.write(b"".join(parts))

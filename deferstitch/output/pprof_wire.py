@@ -9,14 +9,14 @@ back with protobuf and with pprof itself.
 """
 import gzip
 
-_ONE_BYTE = [bytes((i,)) for i in range(128)]
+ONE_BYTE = [bytes((i,)) for i in range(128)]
 INT64_MAX = (1 << 63) - 1
 
 
 def varint(v):
     """A base-128 varint; a negative int64 as its 64-bit two's complement (10 bytes)."""
     if 0 <= v < 128:
-        return _ONE_BYTE[v]
+        return ONE_BYTE[v]
     if 0 < v < 16384:
         return bytes(((v & 0x7F) | 0x80, v >> 7))
     if v < 0:
@@ -102,12 +102,13 @@ def sample(locations, values, labels):
 
 class GzipProfile:
     """Profile fields written as they come into a gzip stream (mtime 0: the same input gives the
-    same file); the caller writes them in field-number order, as protobuf does."""
+    same file); the caller writes them in field-number order, as protobuf does. Level 6, as
+    pprof's own writer (Go's gzip.DefaultCompression): gzip's 9 took 2x the time for 4 % less."""
 
     BATCH = 1 << 16
 
     def __init__(self, f):
-        self.z = gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0)
+        self.z = gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0, compresslevel=6)
         self.parts, self.size = [], 0
 
     def write(self, data):
