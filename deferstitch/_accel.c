@@ -32,7 +32,9 @@
  * before the next side-band record and at the end of each output (folded stacks, pprof: they
  * sum samples anyway); MODE_CHAINS counts the same way, with the chain's context markers kept in
  * the ips (a stitched sample's user frames after PERF_CONTEXT_USER): the flame graph colours
- * kernel and user frames by them. MODE_NONE only counts.
+ * kernel and user frames by them. MODE_OUTCOMES gives, in time order as the Python feed hands
+ * out.sample() and out.record() to its output, one (time, cpu, tid, comm, outcome key) per sample
+ * and the LOST and LOST_SAMPLES records (report --html's timeline). MODE_NONE only counts.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -70,9 +72,10 @@
 #define CTX_USER ((uint64_t)-512)
 #define CTX_MAX ((uint64_t)-4095)
 
-enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2, MODE_ORDERED = 3, MODE_COUNTED = 5, MODE_CHAINS = 6 };
+enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2, MODE_ORDERED = 3, MODE_COUNTED = 5, MODE_CHAINS = 6,
+       MODE_OUTCOMES = 7 };
 #define COUNTED(e) ((e)->mode == MODE_COUNTED || (e)->mode == MODE_CHAINS)
-#define EVENTS(e) ((e)->mode != MODE_FILE && (e)->mode != MODE_NONE)
+#define EVENTS(e) ((e)->mode != MODE_FILE && (e)->mode != MODE_NONE && (e)->mode != MODE_OUTCOMES)
 /* outcome / reason keys, in the order of model.py: STITCHED, PASSED, then REASONS */
 enum { K_STITCHED, K_PASSED, K_LOST, K_LOST_AFTER, K_EXITED, K_ENDED, K_EVICTED, K_NO_TASK, NKEYS };
 #define PENDING (-1)
@@ -418,6 +421,7 @@ static int entry_of_trailer(Engine *e, Rec *r) {
 static int feed_record(Engine *e, Rec *r);
 static int emit(Engine *e, Samp *s);
 static int drain(Engine *e);
+static PyObject *make_record(Engine *e, Rec *r);
 static int evict_oldest(Engine *e);
 
 /* ---- the stitcher (stitcher.py) -------------------------------------------------------- */
@@ -930,6 +934,10 @@ static int out_record(Engine *e, Rec *r) {
     } else if (e->mode == MODE_FILE) {
         if (e->keep[r->type]) rc = out_put(e, r->data, r->size);
         else e->dropped[r->type]++;
+    } else if (e->mode == MODE_OUTCOMES && (r->type == T_LOST || r->type == T_LOST_SAMPLES)) {
+        PyObject *o = make_record(e, r);
+        rc = o && PyList_Append(e->events, o) == 0 ? 0 : -1;
+        Py_XDECREF(o);
     }
     rec_free(e, r);
     return rc;
@@ -941,6 +949,12 @@ static int out_sample(Engine *e, Samp *s) {
         PyObject *n = PyLong_FromUnsignedLongLong(s->seq);
         rc = (!n || PyList_Append(e->events, n) < 0) ? -1 : 0;
         Py_XDECREF(n);
+    }
+    if (e->mode == MODE_OUTCOMES) {         /* the sample, in time order, as the timeline needs it */
+        PyObject *t = Py_BuildValue("(NNNOi)", opt_u64(s->has_time, s->time), opt_i64(s->has_cpu, s->cpu),
+                                    opt_i64(s->has_tid, s->tid), s->comm ? s->comm : Py_None, s->outcome);
+        rc = (!t || PyList_Append(e->events, t) < 0) ? -1 : 0;
+        Py_XDECREF(t);
     }
     if (e->mode == MODE_FILE) {
         Rec *r = s->rec;
@@ -1821,5 +1835,6 @@ PyMODINIT_FUNC PyInit__accel(void) {
     PyModule_AddIntConstant(m, "MODE_ORDERED", MODE_ORDERED);
     PyModule_AddIntConstant(m, "MODE_COUNTED", MODE_COUNTED);
     PyModule_AddIntConstant(m, "MODE_CHAINS", MODE_CHAINS);
+    PyModule_AddIntConstant(m, "MODE_OUTCOMES", MODE_OUTCOMES);
     return m;
 }

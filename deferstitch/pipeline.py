@@ -105,6 +105,8 @@ def _engine_mode(out):
         return engine.MODE_NONE
     if hasattr(out, "turn"):             # prints in time order
         return engine.MODE_ORDERED
+    if hasattr(out, "outcome"):          # outcomes and lost records in time order (a timeline)
+        return engine.MODE_OUTCOMES
     if hasattr(out, "resolved_counted"):       # sums samples per stack: counted in C
         return engine.MODE_CHAINS if getattr(out, "chains", False) else engine.MODE_COUNTED
     if hasattr(out, "resolved_ips"):
@@ -134,6 +136,13 @@ def _run_engine(perf, out, args, ctx, mode):
                             out.writer.write_kept(item)
                         else:
                             out.writer.write(item)
+            elif mode == engine.MODE_OUTCOMES:
+                outcome, record = out.outcome, out.record
+                for ev in chunk:
+                    if ev.__class__ is tuple:
+                        outcome(*ev)
+                    else:
+                        record(ev)
             elif mode != engine.MODE_NONE:      # events: resolved samples, side-band records, turns
                 add = out.resolved_counted if mode in (engine.MODE_COUNTED, engine.MODE_CHAINS) \
                     else out.resolved_ips

@@ -105,6 +105,8 @@ def commands(path, tmp):
     fg = str(Path(tmp) / "f.svg")
     yield ["flamegraph", path, "--no-symbols", "--weight", "period", "-o", fg], fg
     yield ["report", path, "--json", "--max-pending", "7"], None
+    hp = str(Path(tmp) / "r.html")
+    yield ["report", path, "--html", hp, "--max-pending", "50"], hp
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
@@ -137,8 +139,9 @@ def test_same_as_python_on_other_projects_files(path, tmp_path):
             why = engine.unavailable(perf)
     except DeferstitchError:
         why = "not read"
-    fg = str(tmp_path / "f.svg")
+    fg, hp = str(tmp_path / "f.svg"), str(tmp_path / "r.html")
     for argv, o in ((["report", path, "--json"], None), (["stitch", path, "-q", "-o", out], out),
+                    (["report", path, "--html", hp], hp),
                     (["folded", path, "--no-symbols"], None), (["script", path, "--no-symbols"], None),
                     (["flamegraph", path, "--no-symbols", "-o", fg], fg)):
         py, fast = both(argv, o, engine="1" if why else "require")

@@ -8,7 +8,7 @@ span outgrows them, so memory follows rows x BINS, not the length of the input.
 import html
 
 from ..abi import consts as C
-from ..model import PASSED, REASONS, STITCHED
+from ..model import OUTCOME_KEYS, PASSED, REASONS, STITCHED
 from .tables import sections
 
 BINS = 400
@@ -207,7 +207,13 @@ class ReportPage:
             self.timeline.lost_notice(self.perf.evlist.time_of(rec))
 
     def sample(self, s):
+        """A sample from the Python path, in time order."""
         self.timeline.add(s.time, s.cpu, s.tid, s.comm, s.outcome if s.outcome in (STITCHED, PASSED) else s.reason)
+
+    def outcome(self, time, cpu, tid, comm, key):
+        """A sample from the C engine (MODE_OUTCOMES), in time order: ``key`` its outcome's
+        number (model.OUTCOME_KEYS)."""
+        self.timeline.add(time, cpu, tid, comm, OUTCOME_KEYS[key])
 
     def close(self):
         if self.report is not None:

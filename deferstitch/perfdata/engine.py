@@ -22,7 +22,7 @@ from ..abi import consts as C
 from ..abi.records import DEFERRED_NO_COOKIE
 from ..abi.sample import _FIXED_AND_CHAIN
 from ..errors import FormatError
-from ..model import PASSED, REASONS, STITCHED
+from ..model import OUTCOME_KEYS, PASSED, STITCHED
 from ..report import CORE_COUNTS, StitchReport
 from ..stitcher import DEFAULT_EXIT_GRACE
 from .feed import decode, probe_layout
@@ -34,8 +34,8 @@ try:
 except ImportError:           # not built (no compiler), or perf's embedded Python
     _accel = None
 
-MODE_FILE, MODE_EVENTS, MODE_NONE, MODE_ORDERED, MODE_COUNTED, MODE_CHAINS = 0, 1, 2, 3, 5, 6
-KEYS = (STITCHED, PASSED) + REASONS      # the engine's outcome numbers
+MODE_FILE, MODE_EVENTS, MODE_NONE, MODE_ORDERED, MODE_COUNTED, MODE_CHAINS, MODE_OUTCOMES = 0, 1, 2, 3, 5, 6, 7
+KEYS = OUTCOME_KEYS                      # the engine's outcome numbers
 
 
 def available():
