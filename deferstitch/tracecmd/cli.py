@@ -23,11 +23,17 @@ from ..model import STITCHED
 from ..output.atomic import Output
 from ..output.tables import render, table
 from ..stitcher import DEFAULT_MAX_PENDING
-from .bridge import Trace
 from .outputs import Flame, Folded, Namer, Script
 from .reader import FtraceFeed
 
 COMMANDS = ("report", "script", "folded", "flamegraph")
+
+
+def Trace(path):
+    """libtracecmd's view of ``path`` (bridge.py), loaded by the trace commands only: its
+    ctypes is a few ms of every perf-side command's start-up otherwise."""
+    from .bridge import Trace as open_trace
+    return open_trace(path)
 
 
 def run_feed(path, out=None, max_pending=DEFAULT_MAX_PENDING, resolved=None, stack=None):
