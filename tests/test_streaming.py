@@ -147,3 +147,27 @@ def test_standard_input_pipe_is_widened_and_a_file_is_left_alone(tmp_path):
         os.dup2(saved, 0)
         os.close(saved)
         os.close(r)
+
+
+def test_a_pipe_is_read_for_what_it_holds():
+    """reader._Pipe reads what the pipe holds (FIONREAD), waits when it is empty, and ends
+    with b"" once the writer is gone: exact reads, no 1 MiB shrunk to what came (which
+    fragmented the heap: `stitch -` grew with the input before)."""
+    import threading
+    from deferstitch.perfdata import reader
+    r, w = os.pipe()
+    p = reader._Pipe(r)
+    try:
+        os.write(w, b"x" * 3000)
+        assert p.read(reader.CHUNK) == b"x" * 3000
+        os.write(w, b"z" * 100)
+        assert p.read(40) == b"z" * 40 and p.read(reader.CHUNK) == b"z" * 60
+
+        def later():
+            os.write(w, b"y" * 10)
+            os.close(w)
+        threading.Timer(0.2, later).start()
+        assert p.read(reader.CHUNK) == b"y" * 10        # waited in select() for it
+        assert p.read(reader.CHUNK) == b""
+    finally:
+        p.close()

@@ -11,6 +11,7 @@ yielded; unknown record types are passed through, never fatal.
 import io
 import os
 import struct
+import sys
 
 from ..abi import consts as C
 from ..abi import records as R
@@ -221,14 +222,14 @@ class PerfData:
     # -- metadata ------------------------------------------------------------------------------
     @classmethod
     def open(cls, path):
-        """Open a path, or '-' for standard input (pipe or file mode). Standard input is read
-        unbuffered: _Stream reads a CHUNK at a time itself, and a BufferedReader over it cost
-        0.1-0.3 s of sys time on 590 MB (a second copy of each read) and made a read from a pipe
-        wait for a whole MiB."""
+        """Open a path, or '-' for standard input (pipe or file mode): a pipe or socket through
+        _Pipe, a file unbuffered (_Stream reads a CHUNK at a time itself; a BufferedReader on
+        top cost 0.1-0.3 s of sys time on 590 MB)."""
         if path == "-":
             try:
                 fd = os.dup(0)
-                _widen_pipe(fd)
+                if _as_pipe(fd):
+                    return cls(_Pipe(fd), "<stdin>")
                 return cls(os.fdopen(fd, "rb", buffering=0), "<stdin>")
             except OSError as err:          # standard input closed (<&-)
                 raise FormatError("standard input", None, err.strerror or str(err)) from None
@@ -524,18 +525,59 @@ class _Decompressor:
             raise cut_error(self.path, self.rest_offset, len(self.rest))
 
 
-def _widen_pipe(fd):
-    """Ask for a 1 MiB pipe behind standard input (Linux's F_SETPIPE_SZ; 1 MiB is what an
-    unprivileged process may ask by default): 16x fewer wake-ups of the writer and of us than
-    the 64 KiB default, which made `cat F | deferstitch stitch -` take 1.8x the file's time
-    instead of 1.3x (bench/PROFILE.md). Not a pipe, or not allowed: left as it is."""
+def _as_pipe(fd):
+    """Whether ``fd`` is a pipe or a socket (read through _Pipe). A pipe is asked to hold 1 MiB
+    (Linux's F_SETPIPE_SZ; 1 MiB is what an unprivileged process may ask by default): 16x fewer
+    wake-ups of the writer and of us than the 64 KiB default, which made `cat F | deferstitch
+    stitch -` take 1.8x the file's time instead of 1.3x (bench/PROFILE.md); not allowed: left
+    as it is."""
+    import stat
     try:
-        import fcntl
-        import stat
-        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    if stat.S_ISFIFO(mode):
+        try:
+            import fcntl
             fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), CHUNK)
-    except (ImportError, OSError, ValueError):
-        pass
+        except (ImportError, OSError, ValueError):
+            pass
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+class _Pipe:
+    """A pipe read for what it holds: each read asks FIONREAD how much is there and reads that
+    much (up to what is asked), waiting in select() when it is empty. A plain read of a CHUNK
+    returns whatever the writer got in and Python shrinks the 1 MiB it allocated to that: with
+    the engine's records in between, glibc could not reuse those holes, and `stitch -` from a
+    pipe grew from 27 to 75 MB over 590 MB. Exact reads keep it flat, and still return as soon
+    as anything is there (a live `perf record -o -` is read as it comes)."""
+
+    def __init__(self, fd):
+        import fcntl
+        import select
+        import termios
+        self.fd, self._ioctl, self._fionread, self._select = fd, fcntl.ioctl, termios.FIONREAD, select.select
+        self._avail = bytearray(4)
+
+    def _ready(self):
+        self._ioctl(self.fd, self._fionread, self._avail)
+        return int.from_bytes(self._avail, sys.byteorder, signed=True)
+
+    def read(self, n):
+        avail = self._ready()
+        if avail <= 0:
+            self._select([self.fd], [], [])     # data, or the writer's end closed
+            avail = self._ready()
+            if avail <= 0:
+                return os.read(self.fd, n)      # b"" at the end (or what came in between)
+        return os.read(self.fd, min(n, avail))
+
+    def seekable(self):
+        return False
+
+    def close(self):
+        os.close(self.fd)
 
 
 def cut_error(path, offset, left):
