@@ -11,11 +11,12 @@ location ids, each label set once as bytes, and per sample one dict entry (an in
 array slots, so memory follows the output's size, not Python objects per sample."""
 from array import array
 
-from ..model import PASSED, REASONS, STITCHED, UNMATCHED
+from ..model import OUTCOME_KEYS, PASSED, REASONS, STITCHED, UNMATCHED
 from . import pprof_wire as W
 from .frames import StackCache, sample_ips, sample_period
 
-_OUTCOMES = [(STITCHED, None), (PASSED, None)] + [(UNMATCHED, r) for r in REASONS]   # engine.KEYS
+_OUTCOMES = [(STITCHED, None), (PASSED, None)] + [(UNMATCHED, r) for r in REASONS]   # by OUTCOME_KEYS
+_KEY = {k: i for i, k in enumerate(OUTCOME_KEYS)}        # an outcome or reason -> its number
 _TID_BITS = 33              # a sample's key: stack, label set, tid + its 33 low bits (-1: no tid)
 _TID_MASK = (1 << _TID_BITS) - 1
 _U64_MAX = (1 << 64) - 1
@@ -36,8 +37,8 @@ class Pprof:
         self._locs = StackCache(ctx, self._stack_of)    # (pid, ips) -> stack number
         self._stacks = {}          # packed location ids -> stack number
         self._stack_bodies = []    # stack number -> packed location ids
-        self._lost = {}            # (stack, reason) -> the stack with its [user stack lost] frame
-        self._labels = {}          # (thread, outcome, reason) -> label set number
+        self._lost = {}            # (stack, outcome number) -> the stack with its [user stack lost] frame
+        self._labels = {}          # (thread, outcome number) -> label set number
         self._label_bytes = []     # label set number -> its encoded labels
         self._tid_key = None
         self._samples = {}         # (stack << 32 | label set) << 33 | tid -> sample number
@@ -100,32 +101,29 @@ class Pprof:
 
     def resolved(self, s):
         """A sample from the Python path (PerfFeed)."""
-        self._add(s.pid, s.tid, self.ctx.comm(s), tuple(sample_ips(s)), sample_period(s), s.time,
-                  s.outcome, s.reason)
+        self.resolved_counted(s.pid, s.tid, s.comm, tuple(sample_ips(s)), sample_period(s), None, 1,
+                              _KEY[s.reason if s.reason else s.outcome], s.time, s.time, None)
 
-    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, key, first, last, _after):
+    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, key, time, last, _after):
         """``count`` samples of one stack and outcome from the C engine (perfdata/engine.py,
-        MODE_COUNTED): ``ips`` as native u64 bytes, ``period`` their sum (None: the attr's fixed
-        period), ``key`` the outcome's number (engine.KEYS), times the first and last."""
-        outcome, reason = _OUTCOMES[key]
+        MODE_COUNTED; one from the Python path): ``ips`` native u64 bytes (a tuple), ``period``
+        their sum (None: the attr's fixed period), ``key`` the outcome's number
+        (model.OUTCOME_KEYS), times the first and last. One call per distinct (thread, stack,
+        outcome): its cost is most of what pprof costs over folded, hence the inlined lookups."""
+        comm = self.ctx.comm_of(tid, comm)
         if period is None:
             period = count * self.ctx.perf.evlist.entries[entry].attr.sample_period
-        self._add(pid, tid, self.ctx.comm_of(tid, comm), ips, period, first, outcome, reason,
-                  count, last)
-
-    def _add(self, pid, tid, comm, ips, period, time, outcome, reason, count=1, last=None):
-        """One call per distinct (thread, stack, outcome) from the engine: its per-call cost is
-        most of what pprof costs over folded, hence the inlined lookups."""
         stack = self._locs.get(pid, ips)
-        if reason:
-            lost = self._lost.get((stack, reason))
+        if key > 1:                     # unmatched: the stack ends in [user stack lost: reason]
+            lost = self._lost.get((stack, key))
             if lost is None:
-                lid = self._location(pid, 0, "[user stack lost: %s]" % reason, 0, "[deferstitch]")
-                lost = self._lost[(stack, reason)] = self._stack(self._stack_bodies[stack] + W.varint(lid))
+                lid = self._location(pid, 0, "[user stack lost: %s]" % OUTCOME_KEYS[key], 0, "[deferstitch]")
+                lost = self._lost[(stack, key)] = self._stack(self._stack_bodies[stack] + W.varint(lid))
             stack = lost
-        labels = self._labels.get((comm, outcome, reason))
+        labels = self._labels.get((comm, key))
         if labels is None:      # strings interned now, in the order they are first met
-            labels = self._labels[(comm, outcome, reason)] = len(self._label_bytes)
+            outcome, reason = _OUTCOMES[key]
+            labels = self._labels[(comm, key)] = len(self._label_bytes)
             self._label_bytes.append(b"".join(W.label(self.s(k), self.s(v)) for k, v in
                                               (("thread", comm), ("outcome", outcome), ("reason", reason)) if v))
             self._tid_key = self.s("tid")
@@ -133,7 +131,7 @@ class Pprof:
         samples, counts, periods = self._samples, self._counts, self._periods
         i = samples.get(skey)
         if i is None:
-            i = samples[skey] = len(counts)
+            samples[skey] = len(counts)
             counts.append(count)
             periods.append(period if period <= _U64_MAX else _U64_MAX)
         else:
@@ -141,10 +139,10 @@ class Pprof:
             p = periods[i] + period
             periods[i] = p if p <= _U64_MAX else _U64_MAX
         if time is not None:
-            if last is None:
-                last = time
             if self.first is None or time < self.first:
                 self.first = time
+            if last is None:
+                last = time
             if self.last is None or last > self.last:
                 self.last = last
 

@@ -102,13 +102,14 @@ def sample(locations, values, labels):
 
 class GzipProfile:
     """Profile fields written as they come into a gzip stream (mtime 0: the same input gives the
-    same file); the caller writes them in field-number order, as protobuf does. Level 6, as
-    pprof's own writer (Go's gzip.DefaultCompression): gzip's 9 took 2x the time for 4 % less."""
+    same file); the caller writes them in field-number order, as protobuf does. Level 1, as Go's
+    runtime/pprof writes its profiles (gzip.BestSpeed): on c_per_task x100's 7.1 MB it takes
+    0.036 s against 0.107 s at 6 (and 2-3x that at 9, gzip's default), for a file 20 % bigger."""
 
     BATCH = 1 << 16
 
     def __init__(self, f):
-        self.z = gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0, compresslevel=6)
+        self.z = gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0, compresslevel=1)
         self.parts, self.size = [], 0
 
     def write(self, data):
