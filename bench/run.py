@@ -447,8 +447,12 @@ def goal_lines(runs):
         if rs:
             say(lambda x: x >= 8, "folded >= 8x faster than perf script, %s (wall, start-up included)" % c, rs)
         rs = ratio(c, "cp", "ds stitch")
-        if rs:
-            say(lambda x: x <= 2, "stitch within 2x of cp, %s" % c, rs)
+        if rs:      # floor against floor: cp's time follows the write-back of the copy it
+            # overwrites (0.04-0.38 s on x10 in one run), so a round's ratio says little
+            best = min(x[0] for x in runs[(c, "ds stitch")]) / min(x[0] for x in runs[(c, "cp")])
+            lo, med, hi = spread(rs)
+            out.append("%-8s stitch within 2x of cp, %s: best against best %.2fx (per round %.2fx [%.2f-%.2f])"
+                       % ("MET" if best <= 2 else "NOT MET", c, best, med, lo, hi))
     for label in ("c_per_task x10", "c_per_task x100", "pipe x80"):
         rs = ratio(label, "ds folded", "ds pprof")
         if rs:
