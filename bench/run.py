@@ -98,6 +98,8 @@ def measure(argv, cwd, timeout):
     the forked Python parent's pages before exec.)"""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     rss_file = os.path.join(cwd, OUT + "rss.txt")
+    os.sync()       # no write-back pending from the run before (not timed): `cp` over its last
+    # copy took 0.04 s or 0.2-0.4 s on x10 depending on it, and the outputs' renames too
     errf = open(os.path.join(cwd, OUT + "stderr.txt"), "w+b")
     t0 = time.perf_counter()
     p = subprocess.Popen([TIME, "-f", "%M %U %S", "-o", rss_file] + argv, cwd=cwd,
@@ -448,7 +450,8 @@ def goal_lines(runs):
             say(lambda x: x >= 8, "folded >= 8x faster than perf script, %s (wall, start-up included)" % c, rs)
         rs = ratio(c, "cp", "ds stitch")
         if rs:      # floor against floor: cp's time follows the write-back of the copy it
-            # overwrites (0.04-0.38 s on x10 in one run), so a round's ratio says little
+            # overwrites (0.04-0.38 s on x10 in one run, before measure() synced), so best
+            # against best
             best = min(x[0] for x in runs[(c, "ds stitch")]) / min(x[0] for x in runs[(c, "cp")])
             lo, med, hi = spread(rs)
             out.append("%-8s stitch within 2x of cp, %s: best against best %.2fx (per round %.2fx [%.2f-%.2f])"
