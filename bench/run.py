@@ -291,12 +291,17 @@ def main(argv=None):
     out = Path(args.json) if args.json else CACHE / "results.json"
     out.write_text(json.dumps(doc, indent=1))
     print("\nbench: JSON in %s" % out)
+    clean_up()
+    return 0
+
+
+def clean_up():
+    """Remove what the commands wrote in CACHE (OUT's names)."""
     for junk in ("out.data", "inj.data", "cp.data", "out.pb.gz", "stderr.txt", "rss.txt"):
         try:
             (CACHE / (OUT + junk)).unlink()
         except OSError:
             pass
-    return 0
 
 
 def targets(by, scale, inputs):
@@ -402,11 +407,7 @@ def goals(args):
                       file=sys.stderr, flush=True)
             print("bench: round %d done after %.0f s" % (r + 1, time.perf_counter() - t0), file=sys.stderr)
     finally:
-        for junk in ("out.data", "cp.data", "out.pb.gz", "stderr.txt", "rss.txt"):
-            try:
-                (CACHE / (OUT + junk)).unlink()
-            except OSError:
-                pass
+        clean_up()
     table = []
     for (label, tool), rs in runs.items():
         lo, med, hi = spread([w for w, _c, _m in rs])
@@ -430,7 +431,8 @@ def goals(args):
 
 
 def goal_lines(runs):
-    """'MET' / 'NOT MET' lines of the goals, on the median of per-round ratios."""
+    """'MET' / 'NOT MET' lines of the goals, on the median of per-round ratios (stitch against
+    cp: best against best)."""
     out = []
 
     def ratio(label, a, b, field=0):

@@ -126,11 +126,9 @@ def _run_engine(perf, out, args, ctx, mode):
             if mode == engine.MODE_FILE:
                 if sink is not None:
                     out.writer.engine_wrote(run.engine.sunk())
-                if chunk is None:
-                    pass
-                elif chunk.__class__ is bytes:
+                if chunk.__class__ is bytes:
                     out.writer.write_kept(chunk)
-                else:                       # records the engine passed as they are (AUXTRACE, ...)
+                elif chunk is not None:     # records the engine passed as they are (AUXTRACE, ...)
                     for item in chunk:
                         if item.__class__ is bytes:
                             out.writer.write_kept(item)

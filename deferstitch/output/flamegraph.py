@@ -16,7 +16,8 @@ import zlib
 from ..abi.consts import PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER
 from ..model import REASONS, STITCHED, UNMATCHED
 from .folded import frame_name
-from .frames import StackCache, weight
+from .frames import StackCache, counted_weight, weight
+from .sink import Sink
 
 KERNEL, USER, LOST, COMM = "kernel", "user", "lost", "comm"
 FRAME_HEIGHT = 16
@@ -185,7 +186,7 @@ def _named(_pid, frames):
 _LOST = (None, None) + REASONS          # engine.KEYS: the reason of an unmatched outcome
 
 
-class FlameGraph:
+class FlameGraph(Sink):
     """The perf-side output: each resolved sample into a FlameTree, named through a StackCache;
     ``close()`` writes the page. On the C engine the samples come counted per stack, with
     their chains' context markers (MODE_CHAINS)."""
@@ -200,9 +201,6 @@ class FlameGraph:
         self.tree = FlameTree()
         self._names = StackCache(ctx, _named)    # (pid, chain with its markers) -> named frames
 
-    def record(self, rec):
-        pass
-
     def resolved(self, s):
         """A sample from the Python path (PerfFeed): its chain as the engine gives it (the
         kernel part with its markers, then a stitched sample's user frames)."""
@@ -216,9 +214,8 @@ class FlameGraph:
         """``count`` samples of one chain from the C engine (perfdata/engine.py, MODE_CHAINS):
         ``chain`` as native u64 bytes, ``period`` their sum (None: the attr's fixed period),
         ``after`` how many were stitched after their stack."""
-        attr = self.ctx.perf.evlist.entries[entry].attr
-        w = count if self.weight != "period" else period if period is not None else count * attr.sample_period
-        self._add(pid, self.ctx.comm_of(tid, comm), chain, _LOST[key], w, after)
+        self._add(pid, self.ctx.comm_of(tid, comm), chain, _LOST[key],
+                  counted_weight(self.weight, count, period, self.ctx.perf.evlist.entries, entry), after)
 
     def _add(self, pid, comm, chain, reason, w, after):
         frames = list(self._names.get(pid, chain))
@@ -227,9 +224,6 @@ class FlameGraph:
         frames.append((comm.replace(" ", "_"), COMM))
         frames.reverse()
         self.tree.add(frames, w, after)
-
-    def sample(self, s):
-        pass
 
     def close(self):
         write(self.f, self.tree, self.path, **self.kw)

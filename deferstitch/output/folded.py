@@ -5,7 +5,8 @@ Frames without a symbol are named after their dso, as stackcollapse-perf.pl does
 import os
 from collections import Counter
 
-from .frames import UNKNOWN, StackCache, sample_ips, weight
+from .frames import UNKNOWN, StackCache, counted_weight, sample_ips, weight
+from .sink import Sink
 
 
 def frame_name(sym, dso):
@@ -23,7 +24,7 @@ def _line(_pid, frames):
     return "".join(";" + frame_name(sym, dso) for _ip, sym, _off, dso in reversed(frames))
 
 
-class Folded:
+class Folded(Sink):
     """Counts folded lines. A sample's line is named when its outcome is known (see
     PerfFeed._resolved), through a StackCache."""
 
@@ -31,9 +32,6 @@ class Folded:
         self.f, self.ctx, self.weight = f, ctx, weight
         self.stacks = Counter()
         self._lines = StackCache(ctx, _line)
-
-    def record(self, rec):
-        pass
 
     def resolved(self, s):
         """A sample from the Python path (PerfFeed)."""
@@ -43,15 +41,11 @@ class Folded:
     def resolved_counted(self, pid, tid, comm, ips, period, entry, count, _key, _first, _last, _after):
         """``count`` samples of one stack from the C engine (perfdata/engine.py, MODE_COUNTED):
         ``ips`` as native u64 bytes, ``period`` their sum (None: the attr's fixed period)."""
-        attr = self.ctx.perf.evlist.entries[entry].attr
-        w = count if self.weight != "period" else period if period is not None else count * attr.sample_period
-        self._add(pid, self.ctx.comm_of(tid, comm), ips, w)
+        self._add(pid, self.ctx.comm_of(tid, comm), ips,
+                  counted_weight(self.weight, count, period, self.ctx.perf.evlist.entries, entry))
 
     def _add(self, pid, comm, ips, w):
         self.stacks[comm.replace(" ", "_") + self._lines.get(pid, ips)] += w
-
-    def sample(self, s):
-        pass
 
     def close(self):
         for key in sorted(self.stacks):

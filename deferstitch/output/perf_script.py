@@ -15,21 +15,19 @@ stack was taken) and written when its turn comes in time order.
 """
 from ..abi import consts as C
 from .frames import StackCache, name_ips, sample_ips, sample_period, sym_text, weight
+from .sink import Sink
 
 
 def _frame_lines(_pid, frames):
     return "".join("\n\t%16x %s (%s)" % (ip, sym_text(sym, off), dso) for ip, sym, off, dso in frames)
 
 
-class PerfScript:
+class PerfScript(Sink):
     def __init__(self, f, ctx, max_stack=127):
         self.f, self.ctx, self.max_stack = f, ctx, max_stack
         self._frames = StackCache(ctx, _frame_lines)
         self._ready = {}          # sample number -> text, until its turn (the C engine's path)
         self._name_width = None   # taken at the first sample, as perf does: names come first
-
-    def record(self, rec):
-        pass
 
     def resolved(self, s):
         """A sample from the Python path (PerfFeed)."""

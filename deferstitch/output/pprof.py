@@ -13,7 +13,8 @@ from array import array
 
 from ..model import OUTCOME_KEYS, PASSED, REASONS, STITCHED, UNMATCHED
 from . import pprof_wire as W
-from .frames import StackCache, sample_ips, sample_period
+from .frames import StackCache, counted_weight, sample_ips, sample_period
+from .sink import Sink
 
 _OUTCOMES = [(STITCHED, None), (PASSED, None)] + [(UNMATCHED, r) for r in REASONS]   # by OUTCOME_KEYS
 _KEY = {k: i for i, k in enumerate(OUTCOME_KEYS)}        # an outcome or reason -> its number
@@ -22,7 +23,7 @@ _TID_MASK = (1 << _TID_BITS) - 1
 _U64_MAX = (1 << 64) - 1
 
 
-class Pprof:
+class Pprof(Sink):
     def __init__(self, f, ctx):
         self.f, self.ctx = f, ctx
         self.strings = {}
@@ -81,9 +82,6 @@ class Pprof:
         self._tables[W.LOCATION].append(W.location(lid, mid, ip, fid))
         return lid
 
-    def record(self, rec):
-        pass
-
     def _stack(self, body):
         n = self._stacks.get(body)
         if n is None:
@@ -111,8 +109,7 @@ class Pprof:
         (model.OUTCOME_KEYS), times the first and last. One call per distinct (thread, stack,
         outcome): its cost is most of what pprof costs over folded, hence the inlined lookups."""
         comm = self.ctx.comm_of(tid, comm)
-        if period is None:
-            period = count * self.ctx.perf.evlist.entries[entry].attr.sample_period
+        period = counted_weight("period", count, period, self.ctx.perf.evlist.entries, entry)
         stack = self._locs.get(pid, ips)
         if key > 1:                     # unmatched: the stack ends in [user stack lost: reason]
             lost = self._lost.get((stack, key))
@@ -145,9 +142,6 @@ class Pprof:
                 last = time
             if self.last is None or last > self.last:
                 self.last = last
-
-    def sample(self, s):
-        pass
 
     def close(self):
         out = W.GzipProfile(self.f)

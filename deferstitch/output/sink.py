@@ -1,7 +1,8 @@
 """Sink: an output's three calls from the run (record, sample, close), each doing nothing.
 
 The base of outputs that take nothing (pipeline.Null: the report alone) or take their samples
-another way (AddressStacks: resolved samples, from the Python path and the C engine alike).
+another way: resolved samples, from the Python path and the C engine alike (folded, flame
+graphs, pprof, speedscope, script, AddressStacks), each overriding what it uses.
 """
 
 

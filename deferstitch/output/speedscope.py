@@ -11,11 +11,12 @@ from array import array
 from .. import __version__
 from .folded import frame_name
 from .frames import StackCache, sample_ips, weight
+from .sink import Sink
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
 
-class Speedscope:
+class Speedscope(Sink):
     def __init__(self, f, ctx, name, weight="samples"):
         self.f, self.ctx, self.name, self.weight = f, ctx, name, weight
         self.frames = []
@@ -24,9 +25,6 @@ class Speedscope:
         self._texts = []         # stack number -> its frame indexes as JSON, root first
         self._numbers = {}       # that text -> stack number
         self._stacks = StackCache(ctx, self._stack)   # (pid, ips) -> stack number
-
-    def record(self, rec):
-        pass
 
     def _frame(self, sym, dso):
         key = (frame_name(sym, dso), dso)
@@ -61,9 +59,6 @@ class Speedscope:
         prof[0] = comm
         prof[1].append(stack)
         prof[2].append(w)
-
-    def sample(self, s):
-        pass
 
     def close(self):
         head = json.dumps({"$schema": SCHEMA, "name": self.name,
