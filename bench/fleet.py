@@ -5,7 +5,7 @@ Usage:
     python3 bench/fleet.py               # 100 inputs
     python3 bench/fleet.py --inputs 20   # fewer
 
-Inputs are hard links (or copies) of ../shared/captures' perf.data files in the bench cache
+Inputs are hard links (or copies) of tests/data/real/captures' perf.data files in the bench cache
 (DEFERSTITCH_BENCH_DIR, default ~/.cache/deferstitch-bench/fleet). Wall time includes the
 cluster's start-up. Nothing here asserts a time; the outputs are checked equal.
 """
@@ -19,8 +19,10 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("DEFERSTITCH_SHARED", ROOT.parent / "shared"))
-CAPTURES = SHARED / "captures"
+sys.path.insert(0, str(ROOT / "tests"))
+import datafiles                                       # noqa: E402  (tests/datafiles.py)
+
+CAPTURES = datafiles.unpack() / "captures"
 CACHE = Path(os.environ.get("DEFERSTITCH_BENCH_DIR", Path.home() / ".cache" / "deferstitch-bench")) / "fleet"
 SCENARIOS = ["a_per_task/per-task.data", "b_per_task/per-task.data", "c_per_task/per-task.data",
              "syswide/syswide.data", "lost_per_task/lost.data", "compressed/compressed.data",

@@ -23,7 +23,7 @@ so `cat` is the I/O floor and `cp` the floor of writing a copy.
     perf script -i F (merged)          perf script -F tid,time,ip -i F      perf inject -i F -o inj.data
     on pipe-format inputs also: cat F | deferstitch folded|stitch|script -   (standard input)
 
-perf 7.x is ../shared/rig/sid-perf (DEFERSTITCH_SHARED elsewhere); without it (or not root)
+The inputs are the real captures of tests/data/real. perf 7.x is tools/sid-perf; without it (or not root)
 only our side and cat are measured. Nothing here asserts a time.
 """
 import argparse
@@ -42,14 +42,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 import build                                           # noqa: E402
+import datafiles                                       # noqa: E402  (tests/datafiles.py)
 from deferstitch.abi import consts as C                # noqa: E402
 from deferstitch.perfdata.reader import PerfData       # noqa: E402
 
-SHARED = Path(os.environ.get("DEFERSTITCH_SHARED", ROOT.parent / "shared"))
-CAPTURES = SHARED / "captures"
-SID_PERF = SHARED / "rig" / "sid-perf"
+CAPTURES = datafiles.CAPTURES
+SID_PERF = ROOT / "tools" / "sid-perf"
 TIME = shutil.which("time", path="/usr/bin:/bin") or "/usr/bin/time"
 CACHE = Path(os.environ.get("DEFERSTITCH_BENCH_DIR", Path.home() / ".cache" / "deferstitch-bench"))
 OUT = "bench-"              # what the commands write in CACHE (--goals: this run's own names)
@@ -152,9 +153,8 @@ def prepare(quick):
     """[(label, file name in CACHE, group)], building what the cache lacks."""
     meta_path, meta = cache_meta()
     inputs = []
+    datafiles.unpack()
     c_src = CAPTURES / "c_per_task" / "per-task.data"
-    if not c_src.exists():
-        raise SystemExit("bench: %s not found (set DEFERSTITCH_SHARED)" % c_src)
     real = ["c_per_task"] if quick else REAL
     for sc in real:
         src = CAPTURES / sc / FILES.get(sc, "per-task.data")
@@ -354,8 +354,7 @@ def goal_inputs():
     """[(label, file in CACHE, tools)] of the goal rows, built where the cache lacks them."""
     meta_path, meta = cache_meta()
     c_src, p_src = CAPTURES / "c_per_task" / "per-task.data", CAPTURES / "pipe" / "pipe.data"
-    if not c_src.exists():
-        raise SystemExit("bench: %s not found (set DEFERSTITCH_SHARED)" % c_src)
+    datafiles.unpack()
     stdin = ["ds folded", "ds folded (stdin)", "ds stitch", "ds stitch (stdin)", "ds script", "ds script (stdin)"]
     out = []
     for k in (10, 100):

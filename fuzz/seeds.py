@@ -3,8 +3,7 @@
 Usage:
     python3 fuzz/seeds.py OUTDIR          # writes OUTDIR/perf/*.data and OUTDIR/trace/*.dat
 
-perf/  the first records of each real capture (../shared/captures/*/*.data, or
-       DEFERSTITCH_SHARED/captures), rewritten by our writer so the attrs and features stay
+perf/  the first records of each real capture (tests/data/real/captures/*/*.data), rewritten by our writer so the attrs and features stay
        valid (tests/cuts.py, as tests/test_fuzz.py cuts its seeds); the compressed capture
        keeps its first zstd containers; the pipe one is a prefix.
 trace/ the synthetic trace.dat files of tests/tracecmd_synth.py (deferred, variant,
@@ -13,7 +12,6 @@ trace/ the synthetic trace.dat files of tests/tracecmd_synth.py (deferred, varia
        mutated) with kallsyms and printk formats dropped, so each case reads in milliseconds.
 A seed that cannot be made (no captures, no trace-cmd) is skipped with a line on stderr.
 """
-import os
 import shutil
 import struct
 import subprocess
@@ -25,10 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+import datafiles                                            # noqa: E402  (tests/datafiles.py)
 from cuts import cut_perf                                   # noqa: E402  (tests/cuts.py)
 
-SHARED = Path(os.environ.get("DEFERSTITCH_SHARED", ROOT.parent / "shared"))
-CAPTURES = SHARED / "captures"
+CAPTURES = datafiles.unpack() / "captures"
 PERF_CUTS = {"a_per_task/per-task.data": 200, "two_events_cpu_task/two.data": 800,
              "lost_per_task/lost.data": 300, "syswide/syswide.data": 700}
 PAGES = 3                       # ring-buffer pages kept per CPU of the real trace.dat

@@ -1,7 +1,7 @@
 """Where the real captures are, and helpers shared by the tests.
 
-Real data comes from ../shared/captures (beside the checkout, as in CI) or DEFERSTITCH_SHARED;
-the small captures a test needs on its own are copied into tests/data (see its README).
+Real data is in tests/data/real (captures/, external/, repro/; big files unpacked from their .xz at
+the start of the session by tests/datafiles.py); the perf 7.x chroot is tools/sid-perf.
 """
 import os
 import shutil
@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
+import datafiles
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
-SHARED = Path(os.environ.get("DEFERSTITCH_SHARED", ROOT.parent / "shared"))
-CAPTURES = SHARED / "captures"
-RIG = SHARED / "rig"
+SHARED = datafiles.unpack()
+CAPTURES = datafiles.CAPTURES
+RIG = ROOT / "tools"
 
 # scenario -> file name, as in captures/README.md
 SCENARIOS = {
@@ -27,16 +29,9 @@ SCENARIOS = {
 
 
 def capture(scenario):
-    """(capture path, its folder); real captures only, skipped with the reason when absent."""
+    """(capture path, its folder) of a real capture in tests/data/real/captures."""
     folder = CAPTURES / scenario
-    path = folder / SCENARIOS[scenario]
-    if not path.exists():
-        local = DATA / scenario
-        if (local / SCENARIOS[scenario]).exists():
-            return local / SCENARIOS[scenario], local
-        pytest.skip("real captures not found: put the shared folder beside the checkout "
-                    "(../shared/captures) or set DEFERSTITCH_SHARED")
-    return path, folder
+    return folder / SCENARIOS[scenario], folder
 
 
 def need_perf61():
@@ -48,13 +43,21 @@ def need_perf61():
 
 
 def need_rig(name, what):
-    """A script of the rig (sid-perf, sid-run): skipped with the reason when it cannot run."""
+    """tools/sid-perf or tools/sid-run (the sid chroot): skipped with the one command to run when
+    it cannot run here."""
     tool = RIG / name
-    if not tool.exists():
-        pytest.skip("%s rig not found at %s (the shared folder)" % (what, tool))
     if os.geteuid() != 0:
-        pytest.skip("the %s rig (%s) needs root for its chroot" % (what, name))
+        pytest.skip("the %s chroot (tools/%s) needs root: run `sudo make test`" % (what, name))
+    if not sid_built():
+        pytest.skip("the %s chroot is not built: run `make test` as root (or tools/sid-perf "
+                    "version, once)" % what)
     return str(tool)
+
+
+def sid_built():
+    cache = os.environ.get("SID_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "deferstitch-rig")
+    return os.path.exists(os.path.join(cache, "rootfs", ".done"))
 
 
 def need_sid_perf():
@@ -70,8 +73,6 @@ def run_cli(*args, **kw):
 def capture_symbols(tmp_path_factory):
     """Symbol options for the captures: their binaries where the guest had them (/opt/rig) and
     the guest's kallsyms."""
-    if not (CAPTURES / "bin").exists():
-        pytest.skip("real captures not found (../shared/captures)")
     root = tmp_path_factory.mktemp("symfs")
     (root / "opt" / "rig").mkdir(parents=True)
     for name in ("workload_a", "workload_b", "workload_c"):

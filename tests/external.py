@@ -1,7 +1,7 @@
 """Anyone's perf.data: deferstitch's samples against perf's own, on the files other projects
-recorded (../shared/external, one README line each).
+recorded (tests/data/real/external, one README line each).
 
-For every file perf reads (perf 7.2 through the rig, else perf 6.1), ``deferstitch script
+For every file perf reads (perf 7.2 through tools/sid-perf, else perf 6.1), ``deferstitch script
 --no-symbols FILE`` must give each sample the ips of ``perf script -F comm,tid,time,ip``: the
 header line's ip when the sample has no callchain, every frame otherwise. Samples are keyed by
 (tid, time, occurrence), so the members of an event group count one by one.
@@ -23,20 +23,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import conftest
+import datafiles
+
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("DEFERSTITCH_SHARED", ROOT.parent / "shared"))
-EXTERNAL = SHARED / "external"
+EXTERNAL = datafiles.unpack() / "external"
 KEPT = Path(__file__).resolve().parent / "data" / "external"
 KEEP_LIMIT = 64 << 10          # perf outputs kept in tests/data/external: the small ones only
 FIELDS = "comm,tid,time,ip"
 
 
 def files():
-    """Paths relative to EXTERNAL of every perf.data there (empty when the folder is absent)."""
-    if not EXTERNAL.is_dir():
-        return []
-    return sorted(str(p.relative_to(EXTERNAL)) for p in EXTERNAL.rglob("*")
-                  if p.is_file() and p.name != "README.md")
+    """Paths relative to EXTERNAL of every perf.data there."""
+    return [str(p.relative_to(EXTERNAL)) for p in datafiles.listing(EXTERNAL)]
 
 
 def kept_name(rel):
@@ -45,13 +44,13 @@ def kept_name(rel):
 
 # -- perf ---------------------------------------------------------------------------------------
 def perf_tools():
-    """[(label, argv prefix)] of the perfs that can run here: 7.2 (the rig, as root), 6.1;
+    """[(label, argv prefix)] of the perfs that can run here: 7.2 (tools/sid-perf, as root), 6.1;
     none with DEFERSTITCH_EXTERNAL_PERF=kept (the kept outputs only)."""
     out = []
     if os.environ.get("DEFERSTITCH_EXTERNAL_PERF") == "kept":
         return out
-    rig = SHARED / "rig" / "sid-perf"
-    if rig.exists() and os.geteuid() == 0:
+    rig = ROOT / "tools" / "sid-perf"
+    if os.geteuid() == 0 and conftest.sid_built():
         out.append(("perf72", [str(rig)]))
     if shutil.which("perf"):
         out.append(("perf61", [shutil.which("perf")]))

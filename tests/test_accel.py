@@ -24,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import datafiles
 from conftest import CAPTURES, SCENARIOS, SHARED, capture, run_cli
 from synth import BASIC, K, Synth, make_attr, oversized
 from deferstitch import cli
@@ -124,13 +125,12 @@ def test_same_as_python_on_real_captures(scenario, tmp_path):
 
 
 def _external():
-    return sorted(p for p in EXTERNAL.rglob("*") if p.is_file() and p.name != "README.md") \
-        if EXTERNAL.exists() else []
+    return datafiles.listing(EXTERNAL)
 
 
 @pytest.mark.parametrize("path", _external(), ids=lambda p: str(p.relative_to(EXTERNAL)))
 def test_same_as_python_on_other_projects_files(path, tmp_path):
-    """perf.data files other projects recorded (../shared/external): dwarf and branch stacks
+    """perf.data files other projects recorded (tests/data/real/external): dwarf and branch stacks
     (layouts the engine hands to the Python decoders), AUXTRACE and tracing data (records it
     passes as they are), pipe mode, zstd, damage, files we refuse."""
     out = str(tmp_path / "st.data")
@@ -174,8 +174,6 @@ def test_script_from_a_pipe_without_callchains(name):
     late and whose samples have no callchain (perf script prints their own ip on the line), a
     tracepoint named by tracing data that comes as a record: on the engine, the Python path's bytes."""
     path = EXTERNAL / name
-    if not path.exists():
-        pytest.skip("%s not found (../shared/external)" % path)
     py, fast = stdin_both(["script", "-", "--no-symbols"], path.read_bytes())
     assert py.returncode == 0, py.stderr
     assert (fast.returncode, fast.stdout, fast.stderr) == (py.returncode, py.stdout, py.stderr)

@@ -1,4 +1,4 @@
-"""Anyone's perf.data: perf's own answers on the files other projects recorded (../shared/external;
+"""Anyone's perf.data: perf's own answers on the files other projects recorded (tests/data/real/external;
 the harness is tests/external.py), and the four layouts that once differed, on small copies kept
 in tests/data/external with the outputs of the real perf 6.1 and 7.2 beside them.
 """
@@ -31,9 +31,7 @@ KNOWN = {
 
 
 def _files():
-    return X.files() or [pytest.param(None, marks=pytest.mark.skip(
-        reason="../shared/external not found: put the shared folder beside the checkout "
-               "or set DEFERSTITCH_SHARED"))]
+    return X.files()
 
 
 def _one_line_exit_2(rc, err, path):
@@ -51,7 +49,7 @@ def test_script_gives_perfs_ips(rel, request):
     tools = X.perf_tools()
     if not tools and X.kept_answer(rel) is None:
         pytest.skip("no perf here and no kept output: apt-get install linux-perf, or the "
-                    "perf 7.x rig (../shared/rig/sid-perf, as root)")
+                    "perf 7.x chroot (tools/sid-perf, as root): make test as root installs both")
     v = X.check(rel, tools)
     if v is None:                       # no perf reads it: we read it cleanly or say where not
         rc, out, err = X.ours(rel)
@@ -156,7 +154,7 @@ def test_tracepoint_named_from_tracing_data():
 
 
 def test_tracing_data_names_agree_with_event_desc():
-    """Where a file of ../shared/external has both, the tracing data names each tracepoint as
+    """Where a file of tests/data/real/external has both, the tracing data names each tracepoint as
     its EVENT_DESC (perf's own name) does."""
     checked = []
     for rel in X.files():
@@ -170,7 +168,7 @@ def test_tracing_data_names_agree_with_event_desc():
             assert all(names.get(config) == n for config, n in tps), (rel, tps, names)
             checked += tps
     if not checked:
-        pytest.skip("no file with tracing data and EVENT_DESC in ../shared/external")
+        pytest.skip("no file with tracing data and EVENT_DESC in tests/data/real/external")
 
 
 def test_event_desc_names_follow_attr_order(tmp_path):

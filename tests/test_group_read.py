@@ -68,8 +68,6 @@ def heads(parsed):
 def test_perf_format_lost_matches_perf72():
     """hotspot's `perf record --call-graph dwarf -F97 -e '{cycles,instructions}:S'`: 34 records,
     68 samples in perf 7.2's perf script, each with its event, period and ips."""
-    if not FORMAT_LOST.exists():
-        pytest.skip("the external files are not there (../shared/external, see its README)")
     want = parse_fields(PERF72_TEXT.read_text())
     got = ours(FORMAT_LOST)
     assert len(want) == 68
@@ -83,8 +81,6 @@ def test_perf_format_lost_matches_perf72():
 
 def test_perf_format_lost_live_perf72(tmp_path):
     """The stored text is what perf 7.2 prints today (rig), and it reads our rewrite the same."""
-    if not FORMAT_LOST.exists():
-        pytest.skip("the external files are not there (../shared/external, see its README)")
     perf = need_sid_perf()
     shutil.copy(FORMAT_LOST, tmp_path / "in.data")
     assert run_cli("stitch", tmp_path / "in.data", "-o", tmp_path / "st.data").returncode == 0

@@ -1,4 +1,4 @@
-"""The REAL perf 7.x (Debian sid, through ../shared/rig/sid-perf) on our files.
+"""The REAL perf 7.x (Debian sid, through tools/sid-perf) on our files.
 
 - a plain rewrite by our writer prints exactly what the original prints;
 - the stitched file decodes to the cookie-rule oracle's chains, sample for sample.

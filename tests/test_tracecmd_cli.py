@@ -58,8 +58,6 @@ def test_script_and_folded(deferred):
 def test_user_frames_named_through_the_elf_file(tmp_path):
     """path + file offset -> symbol, through --symfs (the real workload_a of the captures:
     main at vaddr 0x10d0 = file offset 0x10d0 in its second PT_LOAD)."""
-    if not WORKLOAD_A.exists():
-        pytest.skip("real captures not found (../shared/captures/bin)")
     symfs = tmp_path / "symfs"
     (symfs / "opt" / "rig").mkdir(parents=True)
     shutil.copy(WORKLOAD_A, symfs / "opt" / "rig" / "workload_a")
@@ -76,8 +74,6 @@ def test_user_frames_named_through_the_elf_file(tmp_path):
 
 
 def test_real_capture_outputs():
-    if not REAL.exists():
-        pytest.skip("real captures not found: put the shared folder beside the checkout")
     d = json.loads(run_cli("trace", "report", REAL, "--json").stdout)
     assert (d["samples"], d["passed"], d["conserved"]) == (29000, 29000, True)
     assert d["ftrace"]["events"] == {"ftrace:user_stack": 29000, "syscalls:sys_enter_getppid": 29000}
@@ -100,8 +96,6 @@ def test_user_frames_named_only_from_the_traced_file(tmp_path):
     """A user frame is named from the file at its path here only when that file has the
     (inode, dev) inode_cache recorded; another file there (say, another build of libc) leaves
     it unnamed, and the report counts why. --symfs is the user vouching for a file."""
-    if not WORKLOAD_A.exists():
-        pytest.skip("real captures not found (../shared/captures/bin)")
     exe = tmp_path / "bin" / "workload_a"
     exe.parent.mkdir()
     shutil.copy(WORKLOAD_A, exe)

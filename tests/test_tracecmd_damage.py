@@ -23,11 +23,6 @@ REPROS = ["trace-signal11-2-188.dat", "trace-signal11-2-239.dat", "trace-signal7
           "trace-keyerror-cookie.dat", "trace-segv-small.dat"]
 
 
-def need_real():
-    if not REAL.exists():
-        pytest.skip("real captures not found: put the shared folder beside the checkout")
-
-
 def need_trace_cmd():
     if shutil.which("trace-cmd") is None:
         pytest.skip("trace-cmd not installed: apt-get install trace-cmd")
@@ -86,7 +81,6 @@ def _v6(tmp_path):
 
 
 def test_real_capture_cut_at_several_points(tmp_path):
-    need_real()
     sources = [REAL.read_bytes(), _v6(tmp_path).read_bytes()]
     for i, data in enumerate(sources):
         for frac in (0.02, 0.3, 0.75, 0.97, 0.9999):
@@ -119,7 +113,6 @@ sys.exit(1)
 
 
 def test_cut_while_it_is_read(tmp_path):
-    need_real()
     for src in (REAL, _v6(tmp_path)):
         path = tmp_path / "reading.dat"
         shutil.copyfile(src, path)
@@ -145,7 +138,6 @@ def _cpu_data(path):
 def test_damaged_compressed_data_is_incomplete(tmp_path):
     """Bytes flipped inside the zstd-compressed ring buffer: libtracecmd cannot decompress that
     chunk and ends the CPU there; we report the events before it, say where, exit 2."""
-    need_real()
     need_trace_cmd()
     full = json.loads(run_cli("trace", "report", REAL, "--json").stdout)["samples"]
     data = REAL.read_bytes()

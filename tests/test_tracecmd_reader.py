@@ -113,9 +113,6 @@ def test_synchronous_user_stack_pairs_like_a_cookie(tmp_path):
 
 
 def test_real_userstacktrace_capture():
-    if not REAL.exists():
-        pytest.skip("real captures not found: put the shared folder beside the checkout "
-                    "(../shared/captures) or set DEFERSTITCH_SHARED")
     rep, out = feed(REAL)
     assert rep.conserved() and rep.samples == 29000 and rep.passed == 29000
     assert rep.extra["ftrace_anomalies"] == {}
