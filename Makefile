@@ -1,20 +1,44 @@
 # deferstitch: `make demo` runs the main job on the bundled capture, `make test` every test.
+# Both install into a virtual environment of their own (.venv), so Debian's python3 (PEP 668: no
+# pip into the system interpreter) works as well as any other; the C engine is built in place.
 PYTHON ?= python3
+VENV = .venv
+VPY = $(VENV)/bin/python
 EXAMPLE = examples/compressed.data
+PYTEST_FLAGS ?= -q -rs --durations=15
 
-.PHONY: install demo test plugin asan fuzz fuzz-seeds fuzz-trace fuzz-engine
+.PHONY: install demo test test-tools plugin asan fuzz fuzz-seeds fuzz-trace fuzz-engine
 
-install:
-	$(PYTHON) -m pip install -q -e '.[test]'
+$(VENV)/.made:
+	@tools/need-venv $(PYTHON)
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.made setup.py deferstitch/_accel.c
+	$(VPY) -m pip install -q -e .
+	$(VPY) setup.py -q build_ext --inplace 2>/dev/null || echo "make: the C engine was not built (gcc and python3-dev?): the Python path runs"
+	touch $@
+
+$(VENV)/.tested: $(VENV)/.installed
+	$(VPY) -m pip install -q -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
 
 demo: install
-	deferstitch info $(EXAMPLE)
-	deferstitch report $(EXAMPLE)
-	deferstitch stitch $(EXAMPLE) -o /tmp/deferstitch-demo.data
-	deferstitch folded $(EXAMPLE) --symfs examples/symfs --kallsyms examples/kallsyms.xz | sort -k2 -n -r | head -5
+	$(VENV)/bin/deferstitch info $(EXAMPLE)
+	$(VENV)/bin/deferstitch report $(EXAMPLE)
+	$(VENV)/bin/deferstitch stitch $(EXAMPLE) -o /tmp/deferstitch-demo.data
+	$(VENV)/bin/deferstitch folded $(EXAMPLE) --symfs examples/symfs --kallsyms examples/kallsyms.xz | sort -k2 -n -r | head -5
 
-test: install
-	$(PYTHON) -m pytest -q tests
+# As root: first every tool the tests use (tools/install-test-tools), so nothing is skipped.
+test: test-tools $(VENV)/.tested
+	$(VPY) -m pytest $(PYTEST_FLAGS) tests
+
+test-tools:
+	@if [ "$$(id -u)" = 0 ]; then tools/install-test-tools; else \
+	  echo "make test: not root, so the system tools and the perf 7.x chroot are not installed and their tests skip; for every test: sudo make test"; fi
 
 # trace-cmd report plugin (tracecmd_plugin/): into ~/.local/lib/traceevent/plugins, or PLUGIN_DIR=DIR
 plugin:
@@ -24,15 +48,15 @@ plugin:
 # engine's tests and the fuzz cases on it (FUZZ=N cases; memory errors abort the run).
 ASAN_DIR = /tmp/deferstitch-asan
 FUZZ ?= 3000
-asan:
+asan: $(VENV)/.tested
 	rm -rf $(ASAN_DIR) && mkdir -p $(ASAN_DIR) && cp -r deferstitch tests $(ASAN_DIR)/ && rm -f $(ASAN_DIR)/deferstitch/*.so
 	gcc -shared -fPIC -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	  -I$$($(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()['include'])") deferstitch/_accel.c \
 	  -o $(ASAN_DIR)/deferstitch/_accel$$($(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 \
 	  LD_PRELOAD=$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so) \
-	  PYTHONPATH=$(ASAN_DIR) DEFERSTITCH_SHARED=$(abspath ..)/shared DEFERSTITCH_FUZZ_EXAMPLES=$(FUZZ) \
-	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_accel.py tests/test_fuzz.py
+	  PYTHONPATH=$(ASAN_DIR) DEFERSTITCH_FUZZ_EXAMPLES=$(FUZZ) \
+	  $(abspath $(VPY)) -m pytest -q -p no:cacheprovider tests/test_accel.py tests/test_fuzz.py
 
 # Coverage-guided fuzzing (fuzz/): atheris over the trace.dat side, libFuzzer over the C engine
 # (built in, with ASan + UBSan), seeded with cuts of the real captures. FUZZ_SECONDS per target;
