@@ -6,6 +6,7 @@ VENV = .venv
 VPY = $(VENV)/bin/python
 EXAMPLE = examples/compressed.data
 PYTEST_FLAGS ?= -q -rs --durations=15
+TESTS ?= tests
 
 .PHONY: install demo test test-tools plugin asan fuzz fuzz-seeds fuzz-trace fuzz-engine
 
@@ -34,7 +35,7 @@ demo: install
 
 # As root: first every tool the tests use (tools/install-test-tools), so nothing is skipped.
 test: test-tools $(VENV)/.tested
-	$(VPY) -m pytest $(PYTEST_FLAGS) tests
+	$(VPY) -m pytest $(PYTEST_FLAGS) $(TESTS)
 
 test-tools:
 	@if [ "$$(id -u)" = 0 ]; then tools/install-test-tools; else \
@@ -48,7 +49,7 @@ plugin:
 # engine's tests and the fuzz cases on it (FUZZ=N cases; memory errors abort the run).
 ASAN_DIR = /tmp/deferstitch-asan
 FUZZ ?= 3000
-asan: $(VENV)/.tested
+asan:
 	rm -rf $(ASAN_DIR) && mkdir -p $(ASAN_DIR) && cp -r deferstitch tests $(ASAN_DIR)/ && rm -f $(ASAN_DIR)/deferstitch/*.so
 	gcc -shared -fPIC -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	  -I$$($(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()['include'])") deferstitch/_accel.c \
@@ -56,7 +57,7 @@ asan: $(VENV)/.tested
 	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 \
 	  LD_PRELOAD=$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so) \
 	  PYTHONPATH=$(ASAN_DIR) DEFERSTITCH_FUZZ_EXAMPLES=$(FUZZ) \
-	  $(abspath $(VPY)) -m pytest -q -p no:cacheprovider tests/test_accel.py tests/test_fuzz.py
+	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_accel.py tests/test_fuzz.py
 
 # Coverage-guided fuzzing (fuzz/): atheris over the trace.dat side, libFuzzer over the C engine
 # (built in, with ASan + UBSan), seeded with cuts of the real captures. FUZZ_SECONDS per target;

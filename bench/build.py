@@ -173,8 +173,13 @@ def threads(nthreads, rounds, out):
 if __name__ == "__main__":
     what = sys.argv[1]
     if what in ("replicate", "replicate-pipe"):
-        print(replicate(sys.argv[2], int(sys.argv[3]), sys.argv[4], pipe=what == "replicate-pipe"))
+        src, k, out = sys.argv[2], int(sys.argv[3]), sys.argv[4]
+        n = replicate(src, k, out, pipe=what == "replicate-pipe")
+        print("%s: %d records written (%s x%d%s)" % (out, n, src, k,
+                                                    ", pipe format" if what == "replicate-pipe" else ""))
     elif what == "threads":
-        print(threads(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]))
+        nthreads, rounds, out = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+        print("%s: %d records written (%d threads pending at once, %d rounds)"
+              % (out, threads(nthreads, rounds, out), nthreads, rounds))
     else:
         raise SystemExit(__doc__)
