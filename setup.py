@@ -25,5 +25,5 @@ setup(
                  # fuzz/fuzz_trace.py (make fuzz); wheels for CPython <= 3.11 on x86-64 here
                  'atheris; python_version <= "3.11" and platform_machine == "x86_64"'],
     },
-    entry_points={"console_scripts": ["deferstitch=deferstitch.cli:main"]},
+    entry_points={"console_scripts": ["deferstitch=deferstitch.__main__:run"]},
 )

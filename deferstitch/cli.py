@@ -99,11 +99,15 @@ def cmd_info(args):
     return 0
 
 
+def refuse_terminal(output, what):
+    """A binary file or a page of markup poured onto a terminal helps no one: one line, exit 2."""
+    if output in (None, "-") and sys.stdout is not None and sys.stdout.isatty():
+        raise DeferstitchError("refusing to write %s to a terminal: give -o FILE or redirect" % what)
+
+
 def cmd_stitch(args):
     perf = PerfData.open(args.input)        # a bad input says so before any output exists
-    to_stdout = args.output in (None, "-")
-    if to_stdout and sys.stdout is not None and sys.stdout.isatty():
-        raise DeferstitchError("refusing to write a perf.data to a terminal: give -o FILE or redirect")
+    refuse_terminal(args.output, "a perf.data")
     made = []
     err = None
     # an UnsupportedError (nothing usable written) leaves the old output as it was
@@ -172,10 +176,10 @@ def _text_output(args, make, binary=False):
 def cmd_export(args):
     if args.format == "pprof":
         from .output.pprof import Pprof
-        if args.output in (None, "-") and sys.stdout.isatty():
-            raise DeferstitchError("refusing to write a gzip'd profile to a terminal: give -o FILE")
+        refuse_terminal(args.output, "a gzip'd pprof profile")
         return _text_output(args, lambda f, ctx: Pprof(f, ctx), binary=True)
     from .output.speedscope import Speedscope
+    refuse_terminal(args.output, "speedscope's JSON")
     return _text_output(args, lambda f, ctx: Speedscope(f, ctx, os.path.basename(args.input), args.weight))
 
 
@@ -185,6 +189,7 @@ def cmd_script(args):
 
 def cmd_flamegraph(args):
     from .output.flamegraph import FlameGraph
+    refuse_terminal(args.output, "a flame graph's HTML")
     return _text_output(args, lambda f, ctx: FlameGraph(
         f, ctx, args.output, title=args.title or "Flame Graph: %s" % os.path.basename(args.input),
         width=args.width, inverted=args.inverted, weight=args.weight))
@@ -202,12 +207,44 @@ def _count(text):
     return n
 
 
+class CommandParser(argparse.ArgumentParser):
+    """argparse, with each (sub)command answering for its own arguments: a wrong option is
+    reported with the usage of the command it was given to (not the top level's), and every
+    error ends with a hint to that command's --help. Subparsers inherit the class.
+    ``usage_for(args)``, when set, names the parser whose usage an error shows (trace: the
+    usage of the command among its arguments)."""
+
+    usage_for = None
+    intermixed = False      # positionals may follow options (trace: its command and its file)
+    _parsing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._parsing:               # the passes of parse_known_intermixed_args
+            return super().parse_known_args(args, namespace)
+        self._args = sys.argv[1:] if args is None else list(args)
+        self._parsing = True
+        try:
+            parse = self.parse_known_intermixed_args if self.intermixed else super().parse_known_args
+            namespace, extra = parse(args, namespace)
+        finally:
+            self._parsing = False
+        if extra:
+            self.error("unrecognized arguments: %s" % " ".join(extra))
+        return namespace, extra
+
+    def error(self, message):
+        shown = self.usage_for(getattr(self, "_args", [])) if self.usage_for else self
+        shown.print_usage(sys.stderr)
+        self.exit(2, "%s: error: %s\nTry '%s --help' for more information.\n"
+                  % (shown.prog, message, shown.prog))
+
+
 def build_parser():
-    p = argparse.ArgumentParser(prog="deferstitch", description=__doc__.split("\n")[0],
-                                epilog=__doc__.split("\n", 2)[2],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = CommandParser(prog="deferstitch", description=__doc__.split("\n")[0],
+                      epilog=__doc__.split("\n", 2)[2],
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version="deferstitch " + __version__)
-    sub = p.add_subparsers(dest="cmd", required=True)
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND", required=True)
 
     def add(name, func, help_, stitches=True):
         """A subcommand reading a perf.data; ``stitches``: it runs the stitcher (info does not)."""

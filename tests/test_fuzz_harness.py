@@ -50,8 +50,6 @@ def test_perf_case_catches_a_differing_engine(seed_dir, monkeypatch):
     if not engine.available():
         pytest.skip("the C engine is not built: python3 setup.py build_ext --inplace")
     f = seed_dir / "perf" / "a_per_task.data"
-    if not f.exists():
-        pytest.skip("real captures not found")
     real = engine.EngineRun.report
 
     def off_by_one(self):

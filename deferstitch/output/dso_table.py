@@ -59,7 +59,7 @@ class DsoTable:
         elif self.locator.symfs:
             row["via"] = "--symfs given: only --kallsyms names the kernel (as in perf)"
         else:
-            path, warning = default_kallsyms(self.perf, self.locator.buildid_dir)
+            path, warning = default_kallsyms(self.perf, self.locator.buildid_dir, row["build_id"])
             row["symbols"], row["via"] = path, "kallsyms" if path else (
                 warning or "no --kallsyms, and not recorded on the running kernel")
 

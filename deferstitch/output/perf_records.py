@@ -17,23 +17,29 @@ def kernel_build_id(perf):
     return None
 
 
-def default_kallsyms(perf, buildid_dir):
-    """(kallsyms path or None, warning or None) for the recorded kernel (kallsyms_for())."""
+def default_kallsyms(perf, buildid_dir, build_id=None):
+    """(kallsyms path or None, warning or None) for the recorded kernel (kallsyms_for()), by
+    ``build_id`` (the kernel map's) or the BUILD_ID feature's."""
     try:
         release = perf.feature(C.FEATURE_IDS["OSRELEASE"])
     except OSError:
         release = None
-    return kallsyms_for(kernel_build_id(perf), release, buildid_dir)
+    return kallsyms_for(build_id or kernel_build_id(perf), release, buildid_dir)
 
 
 def kallsyms_for(build_id, release, buildid_dir):
     """By the kernel's build id as perf finds it (symbols/kallsyms.py); without one,
-    /proc/kallsyms when the recording was made on the kernel release running now."""
+    /proc/kallsyms when the recording was made on the kernel release running now. Else the
+    warning perf gives when it finds no kernel symbols (perf itself, without a build id, takes
+    the running kernel's and prints wrong names)."""
     if build_id:
         return find_kallsyms(build_id, buildid_dir)
     if release == os.uname().release and os.access("/proc/kallsyms", os.R_OK):
         return "/proc/kallsyms", None
-    return None, None
+    recorded = ("kernel %s" % release) if release else "the recorded kernel"
+    return None, ("No kallsyms or vmlinux with build-id was found for %s (the file records no "
+                  "build id, and this machine runs %s): give --kallsyms FILE"
+                  % (recorded, os.uname().release))
 
 
 MAP_TYPES = frozenset((C.PERF_RECORD_MMAP, C.PERF_RECORD_MMAP2))
@@ -63,14 +69,20 @@ class PerfContext:
         # machine's files: only --kallsyms then
         if symbols and not ks and not symfs:
             ks, self._kernel_warning = default_kallsyms(perf, self.resolver.locator.buildid_dir)
-        self.kallsyms_path = ks if symbols else None
+        # without a BUILD_ID feature, the kernel's MMAP2 may carry its build id (perf record
+        # --buildid-mmap, perf 7.x's default): the search is made again by it when it comes
+        self._by_map_build_id = symbols and not ks and not symfs and kernel_build_id(perf) is None
+        self._load_kallsyms(ks if symbols else None)
+        for ent in perf.feature(C.HEADER_BUILD_ID) or ():
+            self.resolver.build_ids.setdefault(ent["filename"], ent["build_id"])
+
+    def _load_kallsyms(self, ks):
+        self.kallsyms_path = ks
         try:
-            self.resolver.kallsyms = Kallsyms(ks) if ks and symbols else None
+            self.resolver.kallsyms = Kallsyms(ks) if ks else None
         except Exception as err:        # --kallsyms FILE not there, unreadable, a damaged .xz
             raise DeferstitchError("%s: cannot read kernel symbols: %s"
                                    % (ks, getattr(err, "strerror", None) or err)) from None
-        for ent in perf.feature(C.HEADER_BUILD_ID) or ():
-            self.resolver.build_ids.setdefault(ent["filename"], ent["build_id"])
 
     def observe(self, rec):
         t, e = rec.type, self.perf.endian
@@ -84,6 +96,11 @@ class PerfContext:
                 m = parse_map(self.perf, rec)
                 name = m.filename
                 if name.startswith("[kernel.kallsyms]"):
+                    if self._by_map_build_id and m.build_id:
+                        self._by_map_build_id = False
+                        ks, self._kernel_warning = default_kallsyms(
+                            self.perf, self.resolver.locator.buildid_dir, m.build_id)
+                        self._load_kallsyms(ks)
                     if self._kernel_warning and self.warn is not None:
                         # perf says it when it first loads the kernel's symbols: a recording
                         # that maps the kernel (one without a kernel map gets no word)

@@ -14,6 +14,7 @@ Usage (what bridge.py does):
         child = Handle(path, parent=h, index=i)     # the same calls; shares h's event formats
 """
 import ctypes
+import errno
 import faulthandler
 import os
 import signal
@@ -247,12 +248,21 @@ class Handle:
 
     def __init__(self, path, probe=True, parent=None, index=None):
         self.path = path
-        if not os.path.exists(path):
-            raise DeferstitchError("%s: no such file" % path)
+        # our own descriptor on the same file: its size, watched while libtracecmd maps it; a
+        # file we cannot open says why in the system's words, as on the perf side
+        try:
+            self._fd = os.open(path, os.O_RDONLY)
+            if os.path.isdir(path):
+                os.close(self._fd)
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        except OSError as err:
+            raise FormatError(path, None, err.strerror or str(err)) from None
         if probe and parent is None:
-            _probe_open(path)
-        # our own descriptor on the same file: its size, watched while libtracecmd maps it
-        self._fd = os.open(path, os.O_RDONLY)
+            try:
+                _probe_open(path)
+            except BaseException:
+                os.close(self._fd)
+                raise
         self.file_size = os.fstat(self._fd).st_size
         if parent is None:
             self._h = api.tracecmd_open(os.fsencode(path), TRACECMD_FL_LOAD_NO_PLUGINS)

@@ -15,6 +15,7 @@ their events the same way, so the outputs are the same either way. Every buffer 
 read (the top one and each ``trace-cmd record -B NAME`` instance), each stitched on its own;
 report adds a row per buffer.
 """
+import argparse
 import json
 import sys
 
@@ -47,7 +48,7 @@ def run_feed(path, out=None, max_pending=DEFAULT_MAX_PENDING, resolved=None, sta
         return feed.report, trace
 
 
-def _feed(feed, trace, events=None):
+def _feed(feed, trace, events=None, quiet=False):
     """Run the feed over the trace. At damage inside (a record past its page, a format that
     lacks a field, a file cut while read), what was read before it is still stitched and
     reported (``report.error`` says where it stopped; events still waiting for their stack
@@ -58,24 +59,26 @@ def _feed(feed, trace, events=None):
     except DeferstitchError as err:
         feed.finish()
         feed.report.error = str(err)
-        _formats_warning(trace, feed.report)
+        _formats_warning(trace, feed.report, quiet)
         return err
-    _formats_warning(trace, feed.report)
+    _formats_warning(trace, feed.report, quiet)
     return None
 
 
-def _formats_warning(trace, rep):
+def _formats_warning(trace, rep, quiet=False):
     """Event formats the library could not parse: in the report, and one line on stderr (their
     events, if any, are read as plain events of an unknown type)."""
     if trace.formats_not_parsed:
         rep.extra["event_formats_not_parsed"] = trace.formats_not_parsed
-        sys.stderr.write("deferstitch: %s: warning: %d event format(s) in the file did not parse; "
-                         "their events are counted under ftrace_anomalies\n"
-                         % (trace.path, trace.formats_not_parsed))
+        if not quiet:
+            sys.stderr.write("deferstitch: %s: warning: %d event format(s) in the file did not parse; "
+                             "their events are counted under ftrace_anomalies\n"
+                             % (trace.path, trace.formats_not_parsed))
 
 
 def cmd_trace(args):
     cmd, path = _split(args.what)
+    check_options(args, cmd, args.trace_parser)
     if cmd == "report":
         title = "%s: deferred user stack stitching (ftrace)" % path
         if args.html:
@@ -98,6 +101,9 @@ def cmd_trace(args):
         if rep.error is not None:           # printed above for what was read; exit 2
             raise DeferstitchError(rep.error)
         return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
+    if cmd == "flamegraph":
+        from ..cli import refuse_terminal
+        refuse_terminal(args.output, "a flame graph's HTML")
     with Trace(path) as trace, Output(args.output, inputs=[path]) as f:   # replaced when whole
         namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols)
         if cmd == "flamegraph":
@@ -107,7 +113,7 @@ def cmd_trace(args):
             out = Script(f, namer, args.max_stack) if cmd == "script" else Folded(f, namer)
         feed = FtraceFeed(sample=out.sample, max_pending=args.max_pending, **trace.feed_args())
         namer.recorded = feed.paths
-        err = _feed(feed, trace)
+        err = _feed(feed, trace, quiet=args.quiet)
         out.close()
     if err is not None:                     # the good part is written; exit 2
         raise err
@@ -150,7 +156,7 @@ def _report(path, args, timeline=None):
         feed = FtraceFeed(resolved=resolved, sample=sample if timeline is not None else None,
                           max_pending=args.max_pending, **trace.feed_args())
         namer.recorded = feed.paths
-        _feed(feed, trace, watched() if timeline is not None else None)
+        _feed(feed, trace, watched() if timeline is not None else None, quiet=args.quiet)
     feed.report.extra["unnamed_user_frames"] = dict(sorted(namer.unnamed.items()))
     return feed.report
 
@@ -171,31 +177,82 @@ def _split(what):
     raise DeferstitchError("trace: %r is not one of %s" % (a, ", ".join(COMMANDS)))
 
 
+# The trace options: (flags, argparse keywords, the commands they are for). The trace parser
+# takes them all (a command and its file come in either order); `trace CMD --help` and a wrong
+# option show CMD's own usage, built from the same table.
+OPTIONS = [
+    (("-q", "--quiet"), dict(action="store_true", help="no warning on stderr (errors still)"), COMMANDS),
+    (("--max-pending",), dict(type=int, default=DEFAULT_MAX_PENDING, metavar="N",
+                              help="events waiting for their stack at most (default %(default)d); "
+                                   "the oldest beyond are reported as evicted"), COMMANDS),
+    (("--json",), dict(action="store_true", help="one JSON object"), ("report",)),
+    (("--fail-on-unmatched",), dict(action="store_true", help="exit 1 if any event is unmatched"),
+     ("report",)),
+    (("--html",), dict(metavar="OUT.html", help="also write the report as a page (tables, a bar "
+                                                "per reason, a timeline)"), ("report",)),
+    (("--title",), dict(help="the title (default: Flame Graph: FILE)"), ("flamegraph",)),
+    (("--width",), dict(type=int, default=1200, help="width in pixels (default %(default)d)"),
+     ("flamegraph",)),
+    (("--inverted",), dict(action="store_true", help="an icicle graph: roots at the top"),
+     ("flamegraph",)),
+    (("-o", "--output"), dict(help="output file (default or -: stdout; flamegraph: .svg for SVG, "
+                                   "else HTML)"), ("script", "folded", "flamegraph")),
+    (("--symfs",), dict(metavar="DIR", help="user binaries under DIR are the traced ones (else "
+                                            "only a file here with the recorded inode and dev "
+                                            "names frames)"), COMMANDS),
+    (("--no-symbols",), dict(action="store_true", help="raw addresses and offsets, no names"),
+     COMMANDS),
+    (("--max-stack",), dict(type=int, default=127, help="frames per event (default %(default)d)"),
+     ("script",)),
+]
+ABOUT = {
+    "report": "what was stitched, what not, and why, for a trace.dat",
+    "script": "stitched events in perf script's layout: kernel frames, then path+offset",
+    "folded": "FlameGraph folded stacks of a trace.dat",
+    "flamegraph": "an interactive flame graph of a trace.dat: one HTML (or .svg) file",
+}
+
+
+def command_parser(cmd, parser_class=argparse.ArgumentParser):
+    """The parser of ``trace CMD`` alone: its usage and help (the trace parser does the parsing)."""
+    cp = parser_class(prog="deferstitch trace %s" % cmd, description=ABOUT[cmd])
+    cp.add_argument("file", nargs="?", metavar="FILE.dat", help="the trace.dat (default ./trace.dat)")
+    for flags, kw, cmds in OPTIONS:
+        if cmd in cmds:
+            cp.add_argument(*flags, **kw)
+    return cp
+
+
 def register(sub):
     """Add the ``trace`` subcommand to the main parser's subparsers."""
     sp = sub.add_parser("trace", help="the same outputs for a trace-cmd trace.dat (ftrace)",
                         usage="deferstitch trace {report,script,folded,flamegraph} FILE.dat [options]",
                         description=__doc__.split("\n")[0].replace("``", ""),
-                        epilog=__doc__.split("\n", 2)[2],
-                        formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
+                        epilog=__doc__.split("\n", 2)[2] + "\n'deferstitch trace CMD --help': "
+                        "the options of CMD.", add_help=False,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     sp.add_argument("what", nargs="*", metavar="{report,script,folded,flamegraph} FILE.dat",
                     help="what to print (default report) and the trace.dat (default ./trace.dat)")
-    sp.add_argument("--max-pending", type=int, default=DEFAULT_MAX_PENDING, metavar="N",
-                    help="events waiting for their stack at most (default %(default)d); the oldest "
-                         "beyond are reported as evicted")
-    sp.add_argument("--json", action="store_true", help="report: one JSON object")
-    sp.add_argument("--fail-on-unmatched", action="store_true",
-                    help="report: exit 1 if any event is unmatched")
-    sp.add_argument("--html", metavar="OUT.html",
-                    help="report: also write it as a page (tables, a bar per reason, a timeline)")
-    sp.add_argument("--title", help="flamegraph: the title (default: Flame Graph: FILE)")
-    sp.add_argument("--width", type=int, default=1200, help="flamegraph: width in pixels")
-    sp.add_argument("--inverted", action="store_true", help="flamegraph: an icicle graph")
-    sp.add_argument("-o", "--output", help="script/folded/flamegraph: output file (default or -: "
-                    "stdout; flamegraph: .svg for SVG, else HTML)")
-    sp.add_argument("--symfs", metavar="DIR", help="user binaries under DIR are the traced ones (else only a file "
-                    "here with the recorded inode and dev names frames)")
-    sp.add_argument("--no-symbols", action="store_true", help="raw addresses and offsets, no names")
-    sp.add_argument("--max-stack", type=int, default=127, help="script: frames per event")
-    sp.set_defaults(func=cmd_trace)
+    sp.add_argument("-h", "--help", action="store_true", help="this help, or with a command its own")
+    for flags, kw, _cmds in OPTIONS:
+        sp.add_argument(*flags, **kw)
+    sp.intermixed = True
+    sp.usage_for = lambda args: next((command_parser(a, type(sp)) for a in args if a in COMMANDS), sp)
+    sp.set_defaults(func=cmd_trace, trace_parser=sp)
     return sp
+
+
+def check_options(args, cmd, parser):
+    """``trace CMD --help`` prints CMD's help; an option given that CMD has no use for is an
+    error with CMD's usage."""
+    if args.help:
+        if args.what:
+            command_parser(cmd).print_help()
+        else:
+            parser.print_help()
+        parser.exit(0)
+    for flags, kw, cmds in OPTIONS:
+        dest = flags[-1].lstrip("-").replace("-", "_")
+        if cmd not in cmds and getattr(args, dest) != kw.get("default", False if
+                                                             kw.get("action") == "store_true" else None):
+            command_parser(cmd, type(parser)).error("%s is not an option of trace %s" % (flags[-1], cmd))
