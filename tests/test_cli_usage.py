@@ -115,12 +115,14 @@ def test_trace_help_is_each_commands_own():
     assert "trace CMD --help" in run_cli("trace", "--help").stdout.decode()
 
 
-def test_trace_quiet_is_an_option_and_changes_no_output():
+def test_trace_quiet_is_an_option_and_changes_no_output(tmp_path):
+    import tracecmd_synth as S
+    path = S.deferred(tmp_path / "t.dat")
     for cmd in ("report", "folded"):
-        loud, quiet = run_cli("trace", cmd, TRACE), run_cli("trace", cmd, "-q", TRACE)
+        loud, quiet = run_cli("trace", cmd, path), run_cli("trace", cmd, "-q", path)
         assert loud.returncode == quiet.returncode == 0, quiet.stderr
         assert quiet.stdout == loud.stdout and quiet.stderr == b""
-    assert run_cli("trace", "-q", TRACE, "--json").returncode == 0     # either order
+    assert run_cli("trace", "-q", path, "--json").returncode == 0     # either order
 
 
 def test_trace_quiet_silences_the_format_warning(tmp_path):

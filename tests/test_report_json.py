@@ -1,4 +1,4 @@
-"""The report's JSON has one documented shape (README, "The report's JSON"): the core's counts
+"""The report's JSON has one documented shape (docs/report-json.md): the core's counts
 at the top, the same for perf.data and trace.dat, each front end's counters under its own key,
 and a version; reports stored by earlier versions (flat) are still read."""
 import json
@@ -11,9 +11,8 @@ from deferstitch.report import VERSION, StitchReport
 
 
 def documented():
-    """{key: the README row's text} from the table under "The report's JSON"."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("### The report's JSON", 1)[1].split("\n## ", 1)[0]
+    """{key: the row's text} from the table of docs/report-json.md."""
+    section = (ROOT / "docs" / "report-json.md").read_text()
     rows = {}
     for line in section.splitlines():
         m = re.match(r"\| (.+?) \| (.+) \|$", line)
