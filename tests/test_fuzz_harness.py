@@ -33,17 +33,34 @@ def test_trace_seeds_pass_the_checks(seed_dir):
 
 def test_damaged_trace_files_pass_the_checks():
     """The repros end in one-line errors now; before, they crashed the process or raised."""
-    for f in sorted(DATA.glob("trace-*.dat")):
+    files = sorted(DATA.glob("trace-*.dat"))
+    assert len(files) >= 5, "the trace.dat repros are missing from %s" % DATA
+    for f in files:
         cases.trace_case(f.read_bytes())
 
 
-def test_perf_seeds_engine_equals_python(seed_dir):
+def test_perf_seeds_engine_equals_python(seed_dir, monkeypatch):
+    """Every seed goes through both paths: perf_case compares nothing where the engine is absent
+    or declines the file, so the comparisons are counted."""
+    from deferstitch.perfdata import engine
     if not (CAPTURES / "a_per_task").exists():
         pytest.skip("real captures not found: put the shared folder beside the checkout")
+    if not engine.available():
+        pytest.skip("the C engine is not built: python3 setup.py build_ext --inplace")
+    compared = []
+    real = engine.EngineRun.report
+
+    def counted(self):
+        compared.append(self)
+        return real(self)
+    monkeypatch.setattr(engine.EngineRun, "report", counted)
     files = sorted((seed_dir / "perf").iterdir())
-    assert files
+    assert len(files) >= 6                          # the real captures, pipe mode, compressed
     for f in files:
+        before = len(compared)
         cases.perf_case(f.read_bytes())
+        taken = len(compared) - before
+        assert taken == 1, "the engine did not take %s" % f.name
 
 
 def test_perf_case_catches_a_differing_engine(seed_dir, monkeypatch):
