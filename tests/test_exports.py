@@ -1,5 +1,4 @@
 """speedscope and pprof exports on real captures, checked with their own schemas."""
-import gzip
 import json
 import os
 import shutil
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import capture, run_cli
+from google_pprof import read_profile
 
 SPEEDSCOPE = "speedscope@1.25.0"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "deferstitch-test"
@@ -61,13 +61,11 @@ def test_speedscope_follows_its_schema(scenario, tmp_path):
 
 @pytest.mark.parametrize("scenario", ["lost_per_task", "two_events_cpu_task"])
 def test_pprof_decodes_back(scenario, tmp_path):
-    from deferstitch.output.pprof_schema import messages
     path, _ = capture(scenario)
     out = tmp_path / "p.pb.gz"
     r = run_cli("export", path, "--format", "pprof", "-o", out, "-q")
     assert r.returncode == 0, r.stderr
-    prof = messages()["Profile"]()
-    prof.ParseFromString(gzip.decompress(out.read_bytes()))
+    prof = read_profile(out)
     st = prof.string_table
     assert st[0] == ""
     assert [(st[v.type], st[v.unit]) for v in prof.sample_type] == [("samples", "count"), ("cpu", "nanoseconds")]

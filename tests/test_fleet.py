@@ -2,7 +2,6 @@
 ``deferstitch folded`` over the good inputs (same symbol options), whatever the workers, on a
 LocalCluster, on a real ``dask scheduler`` with two ``dask worker`` processes, and when a worker
 is killed mid-run; a corrupt input costs only itself."""
-import gzip
 import json
 import os
 import shutil
@@ -15,6 +14,7 @@ from collections import Counter
 import pytest
 
 from conftest import ROOT, capture, run_cli
+from google_pprof import read_profile
 
 pytest.importorskip("distributed", reason="Dask not installed: pip install 'deferstitch[fleet]'")
 
@@ -86,15 +86,13 @@ def test_local_cluster_equals_the_sequential_answer(tmp_path, inputs, symbols):
 
 
 def test_pprof_and_speedscope_carry_the_same_counts(tmp_path, inputs, symbols):
-    from deferstitch.output.pprof_schema import messages
     d, good = inputs
     want = sequential(good, symbols)
     pb, ss = tmp_path / "f.pb.gz", tmp_path / "f.json"
     for fmt, out in (("pprof", pb), ("speedscope", ss)):
         res = run_cli("fleet", *good, "--format", fmt, "-o", out, "--workers", 2, *symbols)
         assert res.returncode == 0, res.stderr
-    prof = messages()["Profile"]()
-    prof.ParseFromString(gzip.decompress(pb.read_bytes()))
+    prof = read_profile(pb)
     names = {loc.id: prof.string_table[fn.name] for loc in prof.location for fn in prof.function
              if fn.id == loc.line[0].function_id}
     got = Counter()
