@@ -10,9 +10,10 @@ import subprocess
 
 import pytest
 
+from binutils import build_id
 from conftest import DATA, need_perf61, run_cli
 from perf_text import parse_script
-from deferstitch.symbols.elf import ElfFile, ElfSymbols
+from deferstitch.symbols.elf import ElfFile
 from deferstitch.symbols.maps import Maps
 from deferstitch.symbols.resolver import Resolver
 
@@ -92,7 +93,7 @@ def place(layout, root, stripped, dbg, build_id):
                                     "debuglink-dot-debug", "debuglink-debug-root"])
 def test_debug_file_names_what_the_stripped_binary_cannot(tmp_path, layout):
     full, dbg, stripped = build(tmp_path)
-    bid = ElfSymbols(str(full)).build_id
+    bid = build_id(full)
     root = tmp_path / "symfs"
     debug_file = place(layout, root, stripped, dbg, bid)
     want = nm_functions(full)
@@ -116,7 +117,7 @@ def test_debug_file_names_what_the_stripped_binary_cannot(tmp_path, layout):
 def test_debug_file_of_another_build_is_refused(tmp_path, recorded):
     """Against the recorded build id, or, with none recorded, the binary's own."""
     full, _dbg, stripped = build(tmp_path)
-    bid = ElfSymbols(str(full)).build_id
+    bid = build_id(full)
     (tmp_path / "other").mkdir()
     _full2, dbg2, _s2 = build(tmp_path / "other", flags=["-DOTHER=1", "-O2"])
     root = tmp_path / "symfs"
@@ -125,14 +126,14 @@ def test_debug_file_of_another_build_is_refused(tmp_path, recorded):
     if recorded:
         res.build_ids["/opt/app/prog"] = bid
     assert res.frame(7, 0x7f0000000000 + nm_functions(full)["hidden_work"] + 3)[0] is None
-    assert ("build id %s, %s %s" % (ElfSymbols(str(dbg2.parent / "prog")).build_id,
+    assert ("build id %s, %s %s" % (build_id(dbg2.parent / "prog"),
                                     "recorded" if recorded else "the binary's", bid)
             in res.refused["/opt/app/prog"])
 
 
 def test_debuglink_crc_decides_without_build_ids(tmp_path):
     full, dbg, stripped = build(tmp_path, flags=["-Wl,--build-id=none"])
-    assert ElfSymbols(str(full)).build_id is None
+    assert build_id(full) is None
     root = tmp_path / "symfs"
     debug_file = place("debuglink-dot-debug", root, stripped, dbg, "")
     res = Resolver(load_maps(stripped), symfs=str(root), buildid_dir=str(tmp_path / "empty"))
@@ -205,7 +206,7 @@ def test_names_equal_perf61_through_debug_files(tmp_path, layout):
     rel = root / str(app).lstrip("/")
     rel.mkdir(parents=True)
     shutil.copy(stripped, rel / "prog")
-    bid = ElfSymbols(str(full)).build_id
+    bid = build_id(full)
     where = (root / "usr/lib/debug/.build-id" / bid[:2] / (bid[2:] + ".debug")
              if layout == "buildid-debuginfo" else rel / ".debug" / dbg.name)
     where.parent.mkdir(parents=True)
@@ -226,7 +227,7 @@ def libc_debug_file():
     if libc is None:
         pytest.skip("no dynamically linked libc found")
     libc = os.path.realpath(libc)
-    bid = ElfSymbols(libc).build_id
+    bid = build_id(libc)
     dbg = "/usr/lib/debug/.build-id/%s/%s.debug" % (bid[:2], bid[2:]) if bid else None
     if not dbg or not os.path.exists(dbg):
         pytest.skip("libc's debug file not installed: apt-get install libc6-dbg")

@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
+from binutils import build_id
 from conftest import CAPTURES, SCENARIOS, capture, need_sid_perf, run_cli
 from perf_text import parse_script, strip_unmerged_cookie
-from deferstitch.symbols.elf import ElfSymbols
 from deferstitch.symbols.maps import Maps
 from deferstitch.symbols.resolver import Resolver
 
@@ -18,7 +18,7 @@ def build_id_cache(root):
     """perf's layout: ~/.debug/.build-id/<2 hex>/<rest>/elf, for the capture binaries."""
     for name in ("workload_a", "workload_b", "workload_c"):
         src = CAPTURES / "bin" / name
-        bid = ElfSymbols(str(src)).build_id
+        bid = build_id(src)
         d = root / ".build-id" / bid[:2] / bid[2:]
         d.mkdir(parents=True, exist_ok=True)
         shutil.copy(src, d / "elf")
