@@ -42,6 +42,20 @@ def test_damaged_trace_files_pass_the_checks():
 def test_perf_seeds_engine_equals_python(seed_dir, monkeypatch):
     """Every seed goes through both paths: perf_case compares nothing where the engine is absent
     or declines the file, so the comparisons are counted."""
+    check_every_seed_compared(seed_dir, monkeypatch)
+
+
+def test_an_engine_that_declines_a_seed_is_caught(seed_dir, monkeypatch):
+    """The count can fail: an engine that hands one layout back to Python compares nothing there."""
+    from deferstitch.perfdata import engine
+    real = engine.unavailable
+    monkeypatch.setattr(engine, "unavailable",
+                        lambda perf: "declined" if len(perf.evlist.entries) > 1 else real(perf))
+    with pytest.raises(AssertionError, match="the engine did not take"):
+        check_every_seed_compared(seed_dir, monkeypatch)
+
+
+def check_every_seed_compared(seed_dir, monkeypatch):
     from deferstitch.perfdata import engine
     if not (CAPTURES / "a_per_task").exists():
         pytest.skip("real captures not found: put the shared folder beside the checkout")

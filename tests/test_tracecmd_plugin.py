@@ -200,3 +200,19 @@ def test_ts_offset_does_not_lose_the_blocks(plugin_dir, tmp_path):
     text = report(path, "--ts-offset", "1000000000", env=plain_env(TRACEEVENT_PLUGIN_DIR=str(plugin_dir)))
     _own, blocks, summary = split_plugin_lines(text)
     assert len(blocks) == 4 and summary and "cookie=0x500000001 <user stack trace>" in text
+
+
+def test_check_catches_a_wrong_stack_or_summary(plugin_dir, tmp_path):
+    """The checks can fail: the plugin's text with a frame's dso or an unmatched event's pid
+    changed is refused."""
+    need_trace_cmd()
+    td = S.deferred(None, build=True)
+    path = td.write(tmp_path / "trace.dat")
+    text = report(path, env=plain_env(TRACEEVENT_PLUGIN_DIR=str(plugin_dir)))
+    plain = report(path)
+    check(text, plain, td)
+    for old, new in (("1ff0 [unknown] ([anon])", "1ff0 [unknown] ([heap])"),
+                     ("pid 200 cookie", "pid 201 cookie")):
+        assert old in text
+        with pytest.raises(AssertionError):
+            check(text.replace(old, new), plain, td)
