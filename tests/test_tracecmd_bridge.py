@@ -116,6 +116,15 @@ def test_real_capture_equals_the_oracle_of_trace_cmd_3_4():
     assert compared == len(shown)
 
 
+def test_the_oracle_comparison_catches_a_bridge_that_ends_early(monkeypatch):
+    """It can fail: a bridge that stops after 10 events is caught."""
+    import itertools
+    real_iter = Trace.__iter__
+    monkeypatch.setattr(Trace, "__iter__", lambda self: itertools.islice(real_iter(self), 10))
+    with pytest.raises(AssertionError, match="the bridge ended after 10 events"):
+        test_real_capture_equals_the_oracle_of_trace_cmd_3_4()
+
+
 def test_synthetic_v6_every_event_equals_trace_cmd_report(tmp_path):
     for kind in ("deferred", "variant", "userstack"):
         path = tmp_path / ("%s.dat" % kind)
