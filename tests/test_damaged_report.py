@@ -7,8 +7,9 @@ import os
 import pytest
 
 from conftest import CAPTURES, capture, run_cli
+from tracecmd_text import need_libtracecmd
 from deferstitch.abi import consts as C
-from deferstitch.errors import DeferstitchError, FormatError
+from deferstitch.errors import FormatError
 from deferstitch.perfdata.reader import PerfData
 from deferstitch.tracecmd import cli as trace_cli
 from deferstitch.tracecmd.reader import FtraceFeed
@@ -92,12 +93,9 @@ def test_trace_report_of_a_trace_stopped_by_damage():
     the report says where it stopped. libtracecmd itself stops quietly at a cut file, so the
     damage is put into the real capture's event stream after half of its events."""
     real = CAPTURES / "ftrace" / "trace-userstacktrace.dat"
-    try:
-        from deferstitch.tracecmd.bridge import Trace
-        trace = Trace(str(real))
-    except DeferstitchError as e:                       # libtracecmd missing: says what to install
-        pytest.skip(str(e))
-    with trace:
+    need_libtracecmd()
+    from deferstitch.tracecmd.bridge import Trace
+    with Trace(str(real)) as trace:
         events = list(trace)
 
     def damaged():

@@ -33,15 +33,46 @@ def test_trace_seeds_pass_the_checks(seed_dir):
 
 def test_damaged_trace_files_pass_the_checks():
     """The repros end in one-line errors now; before, they crashed the process or raised."""
-    for f in sorted(DATA.glob("trace-*.dat")):
+    files = sorted(DATA.glob("trace-*.dat"))
+    assert len(files) >= 5, "the trace.dat repros are missing from %s" % DATA
+    for f in files:
         cases.trace_case(f.read_bytes())
 
 
-def test_perf_seeds_engine_equals_python(seed_dir):
+def test_perf_seeds_engine_equals_python(seed_dir, monkeypatch):
+    """Every seed goes through both paths: perf_case compares nothing where the engine is absent
+    or declines the file, so the comparisons are counted."""
+    check_every_seed_compared(seed_dir, monkeypatch)
+
+
+def test_an_engine_that_declines_a_seed_is_caught(seed_dir, monkeypatch):
+    """The count can fail: an engine that hands one layout back to Python compares nothing there."""
+    from deferstitch.perfdata import engine
+    real = engine.unavailable
+    monkeypatch.setattr(engine, "unavailable",
+                        lambda perf: "declined" if len(perf.evlist.entries) > 1 else real(perf))
+    with pytest.raises(AssertionError, match="the engine did not take"):
+        check_every_seed_compared(seed_dir, monkeypatch)
+
+
+def check_every_seed_compared(seed_dir, monkeypatch):
+    from deferstitch.perfdata import engine
+    if not engine.available():
+        pytest.skip("the C engine is not built: python3 setup.py build_ext --inplace")
+    compared = []
+    real = engine.EngineRun.report
+
+    def counted(self):
+        compared.append(self)
+        return real(self)
+    monkeypatch.setattr(engine.EngineRun, "report", counted)
     files = sorted((seed_dir / "perf").iterdir())
-    assert files
+    assert len(files) >= 6                          # the real captures, pipe mode, compressed
     for f in files:
+        before = len(compared)
         cases.perf_case(f.read_bytes())
+        taken = len(compared) - before
+        assert taken == 1, "the engine did not take %s" % f.name
 
 
 def test_perf_case_catches_a_differing_engine(seed_dir, monkeypatch):

@@ -302,6 +302,14 @@ def test_perf_plugin_files(small, tmp_path):
 
 
 # -- a plain install gives every format -----------------------------------------------------------
+def index_reachable():
+    """pip reaches its package index: asked about pip itself, which every index has (pip's "No
+    matching distribution" is also its answer to a misspelt requirement of ours)."""
+    p = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "pip"],
+                       capture_output=True, text=True, timeout=300)
+    return p.returncode == 0
+
+
 def test_plain_install_exports_pprof_and_reads_zstd(tmp_path):
     """``pip install .`` (no extras) into a fresh venv: pprof (written without protobuf) and
     perf record -z (zstandard) work. The package's files are copied first: pip leaves build/ in the tree."""
@@ -319,7 +327,7 @@ def test_plain_install_exports_pprof_and_reads_zstd(tmp_path):
                        capture_output=True, text=True, timeout=900, cwd=tmp_path)
     if r.returncode != 0 and "no such option: --python" in r.stderr:
         pytest.skip("pip older than 22.3 (no --python): python3 -m pip install -U pip")
-    if r.returncode != 0 and ("NewConnectionError" in r.stderr or "No matching distribution" in r.stderr):
+    if r.returncode != 0 and not index_reachable():
         pytest.skip("package index unreachable: %s" % r.stderr.strip().splitlines()[-1])
     assert r.returncode == 0, r.stderr[-3000:]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -2,16 +2,15 @@
 processes whose maps are the same share them, and any difference in the maps, a later mmap over
 a range, an exec or a pid reused after an exit names the stack anew. Checked on folded and pprof,
 on the C engine and on the Python path, against names the test knows from the maps it wrote."""
-import gzip
 import os
 import struct
 
 import pytest
 
 from conftest import run_cli
+from google_pprof import read_profile
 from synth import K, Synth
 from deferstitch.abi import consts as C
-from deferstitch.output.pprof_schema import messages
 from deferstitch.symbols.maps import Maps
 
 IP = 0x401000                   # the user address every sample has
@@ -104,8 +103,7 @@ def test_pprof_locations_follow_each_process_maps(tmp_path, accel):
     r = run_cli("export", path, "--format", "pprof", "--no-symbols", "-o", out,
                 env={**os.environ, "DEFERSTITCH_ACCEL": accel})
     assert r.returncode == 0, r.stderr
-    prof = messages()["Profile"]()
-    prof.ParseFromString(gzip.decompress(out.read_bytes()))
+    prof = read_profile(out)
     strings = prof.string_table
     fn = {f.id: strings[f.name] for f in prof.function}
     loc = {lc.id: fn[lc.line[0].function_id] for lc in prof.location}

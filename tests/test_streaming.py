@@ -19,6 +19,7 @@ import time
 import pytest
 
 from conftest import CAPTURES, ROOT, capture, run_cli
+from deferstitch.errors import FormatError
 
 
 def slow_feed(path, argv, seed=7, pause=0.002, accel=None, data=None):
@@ -132,7 +133,7 @@ def test_standard_input_pipe_is_widened_and_a_file_is_left_alone(tmp_path):
         os.dup2(r, 0)
         assert fcntl.fcntl(0, F_GETPIPE_SZ) < reader.CHUNK
         os.close(w)                        # an empty pipe: open() gives up at the magic
-        with pytest.raises(Exception):
+        with pytest.raises(FormatError, match=r"^<stdin>: offset 0x0: empty file"):
             reader.PerfData.open("-")
         assert fcntl.fcntl(r, F_GETPIPE_SZ) == reader.CHUNK
         plain = tmp_path / "plain"

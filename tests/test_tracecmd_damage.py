@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from conftest import CAPTURES, DATA, ROOT, run_cli
+from tracecmd_text import need_libtracecmd
 
 REAL = CAPTURES / "ftrace" / "trace-userstacktrace.dat"
 REPROS = ["trace-signal11-2-188.dat", "trace-signal11-2-239.dat", "trace-signal7-2-265.dat",
@@ -158,7 +159,8 @@ def test_damaged_compressed_data_is_incomplete(tmp_path):
 def test_format_that_does_not_parse(tmp_path):
     """user_unwind_cookie's format text broken ("format:" misspelt): libtraceevent 1.7 keeps the
     event without fields (we need its cookie: one line, exit 2), 1.9 drops the format (a warning
-    line, the report counts its events as anomalies and the formats as not parsed)."""
+    line, the report counts its events as anomalies and the formats as not parsed). Which answer
+    is due is read from the libtraceevent the loader finds (1.8, not seen here, taken as 1.9)."""
     import tracecmd_synth as S
     path = S.deferred(tmp_path / "ok.dat")
     data = bytearray(path.read_bytes())
@@ -169,7 +171,8 @@ def test_format_that_does_not_parse(tmp_path):
     p = run_cli("trace", "report", bad, "--json")
     err = p.stderr.decode()
     assert "Traceback" not in err, err
-    if p.returncode == 2:
+    if need_libtracecmd() < (1, 8):
+        assert p.returncode == 2, err
         assert "no field 'cookie'" in err.splitlines()[-1], err
         partial_report(p)
     else:

@@ -5,6 +5,7 @@ the events that stack completed, exactly as ``deferstitch trace script`` names t
 unmatched summary at the end; every line trace-cmd prints without it is still there."""
 import shutil
 import subprocess
+from collections import Counter
 
 import pytest
 
@@ -12,8 +13,6 @@ from conftest import ROOT
 from tracecmd_text import need_trace_cmd, plain_env, report, sid_report
 import tracecmd_synth as S
 
-from deferstitch.tracecmd.cli import run_feed
-from deferstitch.tracecmd.outputs import unmatched_summary
 
 
 @pytest.fixture(scope="module")
@@ -50,21 +49,43 @@ def split_plugin_lines(text):
     return own, blocks, summary
 
 
-def expected_blocks(path):
-    """What the plugin must print: our own script output of the stitched samples."""
-    from deferstitch.tracecmd.bridge import Trace
-    from deferstitch.tracecmd.outputs import Namer, header, sym_text
-    from deferstitch.tracecmd.reader import FtraceFeed
-    out = {}
-    with Trace(path) as trace:
-        namer = Namer(trace)
+def usecs(ts):
+    """A time as trace-cmd and the plugin print it: rounded to microseconds."""
+    us = (ts + 500) // 1000
+    return "%d.%06d" % (us // 1000000, us % 1000000)
 
-        def sample(s):
-            if s.outcome == "stitched":
-                out[header(s).strip()] = ["\t%16x %s (%s)" % (n, sym_text(sym, o), dso)
-                                          for n, sym, o, dso in namer.frames(s)]
-        FtraceFeed(sample=sample, **trace.feed_args()).run(trace)
+
+def expected_blocks(td):
+    """What the plugin must print under the stacks, from the synthesizer's records (not from our
+    reader): perf script's header and frames of each event stitched."""
+    out = {}
+    for ev in S.stitched(td):
+        if ev.user is None:
+            continue
+        head = "%s %7d [%03d] %12s: %s:%s:" % (td.comms[ev.pid], ev.pid, ev.cpu, usecs(ev.ts),
+                                                ev.fmt.system, ev.fmt.name)
+        out[head] = (["\t%16x %s ([kernel.kallsyms])" % (a, S.kernel_name(a)) for a in ev.kernel]
+                     + ["\t%16x [unknown] (%s)" % (ip, dso) for ip, dso in ev.user])
     return out
+
+
+def check_summary(summary, td, unmatched):
+    """The plugin's closing lines against the records: the counts, each unmatched event (time,
+    pid, cookie), the missed events; ``unmatched`` the reasons the scenario is built to give."""
+    traced = S.stitched(td)
+    stitched = [e for e in traced if e.user is not None]
+    lost = [e for e in traced if e.cookie is not None and e.user is None]
+    assert summary[0] == "deferstitch: %d events: %d stitched (%d after their stack), %d passed, %d unmatched" % (
+        len(traced), len(stitched), sum(e.after for e in stitched), sum(e.cookie is None for e in traced), len(lost))
+    counts = dict(l.split(":") for l in summary if l.startswith("  unmatched "))
+    assert {k[len("  unmatched "):]: int(v) for k, v in counts.items()} == unmatched
+    events = sorted(l.strip().rsplit(": ", 1) for l in summary if l.startswith("      "))
+    assert sorted(e for e, _reason in events) == sorted(          # (these times are cut, not rounded)
+        "%d.%06d pid %d cookie %#x" % (e.ts // 10**9, e.ts % 10**9 // 1000, e.pid, e.cookie) for e in lost)
+    assert sorted(r for _e, r in events) == sorted(r for r, n in unmatched.items() for _ in range(n))
+    drops = td.drops
+    assert "  missed events: %d times on a CPU, %d events counted" % (
+        len(drops), sum(d[3] for d in drops)) in summary
 
 
 OURS = ("user_unwind_stack:", "user_unwind_cookie:", "inode_cache:")
@@ -86,13 +107,12 @@ def without_deferred_events(lines):
     return out
 
 
-def check(text, plain, path, after=False):
+def check(text, plain, td, after=False):
     own, blocks, summary = split_plugin_lines(text)
     assert without_deferred_events(own) == without_deferred_events(plain.splitlines())
-    assert blocks == expected_blocks(path)
-    rep, _t = run_feed(path)
-    assert summary == unmatched_summary(rep).splitlines()
-    assert text.count("\n  stitched ") == rep.stitched          # every stitched event printed once
+    assert blocks == expected_blocks(td)
+    check_summary(summary, td, S.EXPECT["unmatched"])
+    assert text.count("\n  stitched ") == len(blocks)        # every stitched event printed once
     assert summary[0] == ("deferstitch: 9 events: 5 stitched (1 after their stack), 1 passed, 3 unmatched"
                           if after else
                           "deferstitch: 8 events: 4 stitched (0 after their stack), 1 passed, 3 unmatched")
@@ -113,40 +133,45 @@ def check(text, plain, path, after=False):
 @pytest.mark.parametrize("after", [False, True])
 def test_trace_cmd_3_1_report_prints_stitched_stacks(plugin_dir, tmp_path, after):
     need_trace_cmd()
-    path = S.deferred(tmp_path / "trace.dat", after=after)
+    td = S.deferred(None, after=after, build=True)
+    path = td.write(tmp_path / "trace.dat")
     text = report(path, env=plain_env(TRACEEVENT_PLUGIN_DIR=str(plugin_dir)))
-    check(text, report(path), path, after)
+    check(text, report(path), td, after)
     assert "deferstitch plugin:" not in text
 
 
 @pytest.mark.parametrize("after", [False, True])
 def test_trace_cmd_3_4_report_prints_stitched_stacks(plugin_dir, tmp_path, after):
-    path = S.deferred(tmp_path / "trace.dat", after=after)
+    td = S.deferred(None, after=after, build=True)
+    path = td.write(tmp_path / "trace.dat")
     local = tmp_path / "plugins"
     shutil.copytree(plugin_dir, local)           # inside the folder the rig binds
     text, err = sid_report(path, env=("HOME=/nonexistent", "TRACEEVENT_PLUGIN_DIR=%s" % local,
                                       "DEFERSTITCH_PATH=%s" % ROOT))
     plain, _err = sid_report(path, env=("HOME=/nonexistent",))
     assert "deferstitch plugin:" not in err, err
-    check(text, plain, path, after)
+    check(text, plain, td, after)
 
 
 def test_plugin_prints_the_stacks_of_every_buffer(plugin_dir, tmp_path):
     """A file with -B instances, through trace-cmd 3.1.6 and 3.4: each stitched event of every
     buffer printed once, under its own buffer's user_unwind_stack; a line per buffer at the end."""
-    path = S.instances(tmp_path / "trace.dat")
+    td = S.instances(None, build=True)
+    path = td.write(tmp_path / "trace.dat")
     local = tmp_path / "plugins"
     shutil.copytree(plugin_dir, local)
-    rep, _t = run_feed(path)
+    unmatched = Counter()
+    for want in S.INSTANCES_EXPECT.values():
+        unmatched.update(want["unmatched"])
     texts = [sid_report(path, env=("HOME=/nonexistent", "TRACEEVENT_PLUGIN_DIR=%s" % local,
                                    "DEFERSTITCH_PATH=%s" % ROOT))[0]]
     if shutil.which("trace-cmd"):
         texts.append(report(path, env=plain_env(TRACEEVENT_PLUGIN_DIR=str(plugin_dir))))
     for text in texts:
         _own, blocks, summary = split_plugin_lines(text)
-        assert text.count("\n  stitched ") == rep.stitched == 8
-        assert blocks == expected_blocks(path)
-        assert summary == unmatched_summary(rep).splitlines()
+        assert text.count("\n  stitched ") == len(blocks) == 8
+        assert blocks == expected_blocks(td)
+        check_summary(summary, td, dict(unmatched))
         assert summary[-3:] == ["  buffer top: 8 events: 4 stitched, 1 passed, 3 unmatched",
                                 "  buffer inst: 8 events: 4 stitched, 1 passed, 3 unmatched",
                                 "  buffer lossy: 1 events: 0 stitched, 0 passed, 1 unmatched"]
@@ -175,3 +200,19 @@ def test_ts_offset_does_not_lose_the_blocks(plugin_dir, tmp_path):
     text = report(path, "--ts-offset", "1000000000", env=plain_env(TRACEEVENT_PLUGIN_DIR=str(plugin_dir)))
     _own, blocks, summary = split_plugin_lines(text)
     assert len(blocks) == 4 and summary and "cookie=0x500000001 <user stack trace>" in text
+
+
+def test_check_catches_a_wrong_stack_or_summary(plugin_dir, tmp_path):
+    """The checks can fail: the plugin's text with a frame's dso or an unmatched event's pid
+    changed is refused."""
+    need_trace_cmd()
+    td = S.deferred(None, build=True)
+    path = td.write(tmp_path / "trace.dat")
+    text = report(path, env=plain_env(TRACEEVENT_PLUGIN_DIR=str(plugin_dir)))
+    plain = report(path)
+    check(text, plain, td)
+    for old, new in (("1ff0 [unknown] ([anon])", "1ff0 [unknown] ([heap])"),
+                     ("pid 200 cookie", "pid 201 cookie")):
+        assert old in text
+        with pytest.raises(AssertionError):
+            check(text.replace(old, new), plain, td)

@@ -10,7 +10,7 @@ import tracecmd_synth as S
 
 from deferstitch.model import PASSED, STITCHED, UNMATCHED
 from deferstitch.tracecmd.bridge import Trace
-from deferstitch.tracecmd.reader import ANON, NO_FILE, FtraceFeed
+from deferstitch.tracecmd.reader import FtraceFeed
 
 REAL = CAPTURES / "ftrace" / "trace-userstacktrace.dat"
 
@@ -56,7 +56,7 @@ def test_deferred_outcomes(deferred_file):
     assert [s.time for s in out] == sorted(s.time for s in out)       # handed on in time order
     s = by_key(out)
     frames = [("/usr/bin/workload", 0x1139), ("/usr/lib/x86_64-linux-gnu/libc.so.6", 0x27f4a),
-              (ANON, 0x1ff0), (NO_FILE, 0x7ffd0000abcd)]
+              ("[anon]", 0x1ff0), ("[unknown]", 0x7ffd0000abcd)]
     # one cookie, three events of pid 100, one of them on the other CPU after a migration
     w = [v for k, v in s.items() if k[0] == S.W]
     assert len(w) == 3 and {x.cpu for x in w} == {0, 1}
@@ -91,7 +91,7 @@ def test_missing_inode_names_and_no_inodes(tmp_path):
     path = td.write(tmp_path / "noinodes.dat")
     assert len(parse(report(path))) == 3
     rep, out = feed(path)
-    assert out[0].outcome == STITCHED and list(out[0].user) == [(NO_FILE, 0x10), (NO_FILE, 0x20)]
+    assert out[0].outcome == STITCHED and list(out[0].user) == [("[unknown]", 0x10), ("[unknown]", 0x20)]
 
     td = S.TraceDat(1, [S.USER_UNWIND_COOKIE, S.USER_UNWIND_STACK], [S.GETPPID], S.COMMS)
     td.event(0, S.T0, S.GETPPID, S.W, __syscall_nr=110)

@@ -235,6 +235,8 @@ class TraceDat:
         self.ftrace, self.systems, self.comms = ftrace_formats, system_formats, comms
         # name -> its own per-CPU ring buffers (a ``-B NAME`` instance: same CPU count)
         self.instances = {name: [CpuBuffer() for _ in range(cpus)] for name in instances}
+        self.records = []       # (buffer or None, cpu, ts, fmt, pid, values) as written: stitched()
+        self.drops = []         # (buffer or None, cpu, ts, missed)
 
     def _buffers(self, buffer):
         return self.cpus if buffer is None else self.instances[buffer]
@@ -242,9 +244,11 @@ class TraceDat:
     def event(self, cpu, ts, fmt, common_pid, buffer=None, **values):
         """One event on ``cpu`` of the top buffer, or of instance ``buffer``."""
         self._buffers(buffer)[cpu].add(ts, pack_event(fmt, common_pid, values))
+        self.records.append((buffer, cpu, ts, fmt, common_pid, values))
 
     def drop(self, cpu, ts, missed, buffer=None):
         self._buffers(buffer)[cpu].drop(ts, missed)
+        self.drops.append((buffer, cpu, ts, missed))
 
     def write(self, path):
         out = bytearray(b"\x17\x08\x44tracing6\0" + struct.pack("<BBI", 0, 8, PAGE))
@@ -299,6 +303,57 @@ class TraceDat:
             out += struct.pack("<QQ", off, size)
         for (off, _size), d in zip(offsets, datas):
             out += b"\0" * (off - len(out)) + d
+
+
+# -- what stitching the written records must give -----------------------------------------------
+STACKS = ("user_unwind_stack", "user_unwind_cookie", "kernel_stack", "user_stack", "inode_cache")
+
+
+class Traced:
+    """A traced event of the records and what the stitching must make of it: ``kernel`` its
+    kernel_stack's addresses, ``cookie`` its user_unwind_cookie (None: passed through), ``user``
+    [(ip, dso)] of the user_unwind_stack its task wrote for that cookie in its buffer (None: no
+    such stack, unmatched) and ``after`` whether that stack was written before the event."""
+
+    def __init__(self, buffer, cpu, ts, fmt, pid):
+        self.buffer, self.cpu, self.ts, self.fmt, self.pid = buffer, cpu, ts, fmt, pid
+        self.kernel, self.cookie, self.user, self.after = [], None, None, False
+
+
+def stitched(td):
+    """[Traced] in write order, from td.records alone (the synthesizer's own list, not the
+    reader): an event is stitched when its task wrote a stack for its cookie in its buffer."""
+    traced, stacks, paths, last = [], {}, {}, {}
+    for buffer, cpu, ts, fmt, pid, values in td.records:
+        if fmt.name not in STACKS:
+            ev = last[(buffer, cpu)] = Traced(buffer, cpu, ts, fmt, pid)
+            traced.append(ev)
+            continue
+        ev = last.get((buffer, cpu))
+        same = ev is not None and (ev.ts, ev.pid) == (ts, pid)
+        if fmt.name == "kernel_stack" and same:
+            ev.kernel = [a for a in values["caller"] if a]
+        elif fmt.name == "user_unwind_cookie" and same:
+            ev.cookie = values["cookie"]
+        elif fmt.name == "inode_cache":
+            key = values["hash"] if "hash" in values else (values["inode"], values["dev"])
+            paths[key] = values["path"]
+        elif fmt.name == "user_unwind_stack":
+            keys = values["hash"] if "hash" in values else list(zip(values["inodes"], values["dev"]))
+            stacks[(buffer, pid, values["cookie"])] = (len(traced), values["stack"], keys)
+    for i, ev in enumerate(traced):
+        hit = stacks.get((ev.buffer, ev.pid, ev.cookie)) if ev.cookie is not None else None
+        if hit is not None:
+            written_at, ips, keys = hit
+            ev.after = i >= written_at
+            ev.user = [(ip, "[anon]" if key in (0, (0, 0)) else paths.get(key, "[unknown]"))
+                       for ip, key in zip(ips, keys)]
+    return traced
+
+
+def kernel_name(addr):
+    """The KALLSYMS symbol at or below addr."""
+    return KALLSYMS[max(a for a in KALLSYMS if a <= addr)]
 
 
 # -- the scenario the tests use ------------------------------------------------------------------
@@ -404,7 +459,7 @@ def userstack(path):
     return td.write(path)
 
 
-def instances(path):
+def instances(path, build=False):
     """The deferred scenario in the top buffer and again, shifted, in instance "inst": the same
     tasks and cookies in both (the kernel gives one cookie per kernel entry, whatever the
     instance; each instance requests and writes its own stacks). Plus instance "lossy": an event
@@ -417,7 +472,7 @@ def instances(path):
     td.event(0, T0 + 100, GETPPID, W, buffer="lossy", __syscall_nr=110)
     td.event(0, T0 + 100, KERNEL_STACK, W, buffer="lossy", size=len(ks), caller=ks)
     td.event(0, T0 + 100, USER_UNWIND_COOKIE, W, buffer="lossy", cookie=C1)
-    return td.write(path)
+    return td if build else td.write(path)
 
 
 INSTANCES_EXPECT = {

@@ -5,6 +5,7 @@
     <continuation lines>                                 its info, continued (stacks, arrays)
     CPU:N [K EVENTS DROPPED]  /  CPU:N [EVENTS DROPPED]  missed events before the next event of N
 """
+import ctypes
 import os
 import re
 import shutil
@@ -84,6 +85,23 @@ def need_trace_cmd():
     if tool is None:
         pytest.skip("trace-cmd not installed: apt-get install trace-cmd")
     return tool
+
+
+def need_libtracecmd():
+    """libtraceevent's version, e.g. (1, 7, 1), as the dynamic loader finds libtracecmd and
+    libtraceevent by themselves (not through our bridge, so that an error of ours cannot turn
+    into a skip); a skip naming the package when one is missing."""
+    for soname, package in (("libtracecmd.so.1", "libtracecmd1"), ("libtraceevent.so.1", "libtraceevent1")):
+        try:
+            ctypes.CDLL(soname)
+        except OSError:
+            pytest.skip("%s not found: apt-get install %s" % (soname, package))
+    with open("/proc/self/maps") as maps:       # the file the soname's link led to
+        for line in maps:
+            m = re.search(r"/libtraceevent\.so\.(\d+)\.(\d+)\.(\d+)$", line.rstrip())
+            if m:
+                return tuple(int(x) for x in m.groups())
+    raise AssertionError("libtraceevent.so.1 is loaded but not under a versioned name")
 
 
 def plain_env(**extra):

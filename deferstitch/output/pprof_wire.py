@@ -1,11 +1,10 @@
-"""google/pprof's profile.proto written by hand, as its wire format (the messages are declared in
-pprof_schema.py): a profile is a few kinds of small messages, and building them as bytes keeps
-a big profile as compact as the file it becomes (no protobuf objects per sample), streams it
-through gzip, and needs no protobuf package.
+"""google/pprof's profile.proto written by hand, as its wire format: a profile is a few kinds of
+small messages, and building them as bytes keeps a big profile as compact as the file it becomes
+(no protobuf objects per sample), streams it through gzip, and needs no protobuf package.
 
 The bytes are what protobuf's own serializer writes for the same message (proto3: fields in
-number order, zero scalars left out, repeated scalars packed): tests/test_exports.py reads them
-back with protobuf and with pprof itself.
+number order, zero scalars left out, repeated scalars packed): the tests read them back with
+protobuf through pprof's own profile.proto (tests/google_pprof.py) and with pprof itself.
 """
 import gzip
 
