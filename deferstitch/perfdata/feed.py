@@ -16,6 +16,7 @@ from ..abi.sample import split_chain
 from ..errors import FormatError
 from ..model import NO_COOKIE, NO_TASK, DeferredStack, Sample
 from ..stitcher import DEFAULT_MAX_PENDING, Stitcher
+from .buffers import LossWatch
 from .reader import PerfData
 from .sorter import OrderStats, ordered
 
@@ -181,6 +182,7 @@ class PerfFeed:
         self.record_counts = {}
         self.error = None
         self.layout = None
+        self.watch = LossWatch(perf)   # which buffer lost what, when: for files without cookies
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self):
@@ -190,8 +192,14 @@ class PerfFeed:
         st = self.stitcher
         counts = self.record_counts
         observe = self.observe
+        watch = self.watch
+        advanced = watch.advanced
         try:
-            for rec in ordered(perf.records(), perf.evlist.time_of, self.order_stats):
+            for rec in ordered(watch.records(perf.records()), perf.evlist.time_of, self.order_stats):
+                if watch.advanced != advanced and st.parked:
+                    advanced = watch.advanced
+                    st.proof_advanced()
+                    self._drain()
                 t = rec.type
                 counts[t] = counts.get(t, 0) + 1
                 if observe is not None:
@@ -214,7 +222,7 @@ class PerfFeed:
                         continue
                     elif t == C.PERF_RECORD_FORK:
                         task = R.parse_task(rec.data, perf.endian)
-                        st.reuse(task.tid)
+                        st.reuse(task.tid, task.time)
                         if task.ptid in self.comms:        # a new thread starts with its parent's comm
                             self.comms[task.tid] = self.comms[task.ptid]
                     elif t == C.PERF_RECORD_LOST:
@@ -243,6 +251,7 @@ class PerfFeed:
             extra["auxtrace"] = self.perf.auxtrace.to_json()
         if self.layout == R.DEFERRED_NO_COOKIE:
             extra["no_cookie_stacks"] = "requeued" if self.stitcher.requeued else "per-entry"
+            extra["no_cookie_held_back"] = dict(sorted(self.stitcher.held_back.items()))
         return extra
 
     # -- events -------------------------------------------------------------------------------
@@ -354,7 +363,7 @@ class PerfFeed:
         if self.layout is None:
             self.layout = layout
             if layout == R.DEFERRED_NO_COOKIE:
-                self.stitcher.use_task_order(requeued_stacks(self.perf.evlist.entries))
+                self.stitcher.use_task_order(requeued_stacks(self.perf.evlist.entries), self.watch)
         elif layout != self.layout:
             raise ValueError("deferred %s in the %s layout, but this file's are in the %s layout"
                              % (what, layout, self.layout))

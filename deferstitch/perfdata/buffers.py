@@ -1,0 +1,243 @@
+"""Ring buffers and their losses: what a perf.data proves about when each buffer lost records.
+
+Files without cookies are matched by task order (stitcher.py), which is only right when none of
+the task's records in between was lost. A LOST record says little by itself: the kernel writes it
+(perf_output_begin(), kernel/events/ring_buffer.c) into the buffer that dropped records, before
+the next record that buffer accepts, stamped with that moment. So the loss lies between that
+buffer's previous record and the LOST's time, and a record of a buffer with no LOST before it
+proves that buffer dropped nothing before it:
+
+    buffer cpu1 (its records, in the order written):
+        ... s(9.0) ]  dropped: s s stack(T) s  [ LOST(12.4) s(12.4) ... s(15.0) ...
+                 lo ^-------- loss interval -------^ hi            ^ horizon: nothing of
+                                                                     cpu1 lost before it but that
+
+perf record (one thread, the default) drains each ring buffer once per round, in the order of
+its mmaps (one per CPU, for per-task `perf record -- CMD` too: inherited events are opened per
+CPU), and writes each buffer's new data as one piece, then FINISHED_ROUND:
+
+    file:  | cpu0: 1 3 5 8 | cpu1: 2 4 L 7 | ROUND | cpu0: 9 11 | cpu1: 10 12 | ROUND
+                          ^ time goes back: a new piece (a later buffer) starts
+
+Which buffer a record came from: its CPU where the records carry one (PERF_SAMPLE_CPU: -a);
+the id of a LOST record (per CPU: ID_INDEX). Otherwise the pieces tell, where the times do: a
+piece is in time order but for records written from task context (deferred stacks, COMM, EXIT,
+...), whose time may be taken before an interrupt whose sample then comes first (seen up to 0.44
+ms in the captures, under qemu TCG: SLACK covers it). A sample of an interrupt-context event
+(hardware events, cpu-clock, task-clock) is written in the interrupt that stamped it, so an
+earlier record of the round with a later time is in an earlier piece. A record whose buffer the
+round does not pin down moves no horizon (its round may hold both pieces).
+
+A stitch over [a, b] (stitcher.py: from the time its task was last seen in user space, or the
+sample's own, to its stack) is proven when no loss interval [lo - SLACK, hi] meets [a, b] and
+every buffer that may have records has shown one after b + SLACK. At the end of the file every
+horizon is passed: a loss that no record of its buffer ever followed gets no LOST record, and
+the file cannot show it.
+"""
+from bisect import insort
+
+from ..abi import consts as C
+from ..abi import records as R
+
+SLACK = 2_000_000           # ns: a task-context record's time may precede its write by this much
+MAX_CHUNK = 50_000          # records of one round examined at once (memory), ranges carried over
+_IRQ_SOFTWARE = (0, 1)      # PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_TASK_CLOCK: hrtimer interrupts
+_IRQ_TYPES = (0, 3, 4)      # PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW: PMU interrupts
+
+STACK_MAY_BE_LOST = "stack-may-be-lost"           # a loss between the sample and its stack
+EARLIER_STACK_MAY_BE_LOST = "earlier-stack-may-be-lost"   # ... between its task's last sight in
+                                                          # user space and the sample
+
+
+def _interrupt_event(attr):
+    return attr.type in _IRQ_TYPES or (attr.type == C.PERF_TYPE_SOFTWARE and attr.config in _IRQ_SOFTWARE)
+
+
+class LossWatch:
+    """Reads records in file order (``records()`` wraps the reader's generator, one round late
+    at most) and keeps each buffer's loss intervals and horizon; ``verdict()`` answers for a
+    stitch. ``hazards``: (hi, lo) of every loss, sorted."""
+
+    def __init__(self, perf):
+        self.perf = perf
+        self.hazards = []
+        self.horizon = {}          # buffer -> time of its latest record pinned to it
+        self.last = {}             # buffer -> time of its latest record pinned to it (for lo)
+        self.buffers = None        # every buffer that may hold records (None: from the CPUs seen)
+        self.ended = False
+        self.advanced = 0          # bumped whenever a horizon moved or a loss was added
+        self._plan = None
+
+    # -- configuration, once the attrs are known ----------------------------------------------
+    def _configure(self):
+        ev = self.perf.evlist
+        ents = ev.entries
+        self.by_cpu = bool(ents) and all(
+            e.attr.sample_type & C.PERF_SAMPLE_CPU and e.attr.sample_id_all for e in ents)
+        self.buffer_of_id = {}
+        if not self.by_cpu:
+            cpus = {x.id: x.cpu for x in ev.index_entries}
+            if len(set(cpus.values())) > 1:
+                self.buffer_of_id = cpus
+            else:                  # no ID_INDEX, or per-thread mmaps: the order of each attr's ids
+                for e in ents:
+                    for n, i in enumerate(e.ids):
+                        self.buffer_of_id[i] = n
+            order = sorted(set(self.buffer_of_id.values()))
+            self.rank = {b: n for n, b in enumerate(order)}
+            self.buffers = set(order)
+            self.nbuf = len(order)
+        self._plan = True
+
+    # -- the stream -----------------------------------------------------------------------------
+    def records(self, records):
+        """Yield ``records`` unchanged, each round after it was examined (see the docstring)."""
+        chunk = []
+        carry = [0]                # the lowest buffer rank the round's next record may have
+        for rec in records:
+            if rec.type == C.PERF_RECORD_FINISHED_ROUND:
+                self._round(chunk, carry)
+                yield from chunk
+                chunk = []
+                carry = [0]
+                yield rec
+                continue
+            chunk.append(rec)
+            if len(chunk) >= MAX_CHUNK:
+                self._round(chunk, carry)
+                yield from chunk
+                chunk = []
+        self._round(chunk, carry)
+        self.ended = True
+        self.advanced += 1
+        yield from chunk
+
+    def _round(self, chunk, carry):
+        if not chunk:
+            return
+        if self._plan is None:
+            self._configure()
+        if self.by_cpu:
+            self._by_cpu(chunk)
+        elif self.nbuf:
+            self._by_piece(chunk, carry)
+
+    def _by_cpu(self, chunk):
+        ev = self.perf.evlist
+        for rec in chunk:
+            t = ev.time_of(rec)
+            if t is None:
+                continue
+            if rec.type == C.PERF_RECORD_SAMPLE:
+                ent = ev.for_sample(rec.data)
+                cpu = ent.layout.parse(rec.data).cpu if ent else None
+            else:
+                ent = ev.for_trailer(rec.data)
+                cpu = ent.layout.parse_trailer(rec.data).get("cpu") if ent else None
+            if cpu is None:
+                continue
+            if rec.type == C.PERF_RECORD_LOST:
+                self._loss(cpu, t)
+            self._seen(cpu, t)
+
+    def _by_piece(self, chunk, carry):
+        """Pin what the round's order proves: ranks [lo, hi] of each record's buffer."""
+        ev, e = self.perf.evlist, self.perf.endian
+        top = self.nbuf - 1
+        times, pins, lo = [], [], []
+        pairs = []                 # (k, i): record k is in an earlier buffer than record i
+        cur = carry[0]
+        maxt = None
+        for i, rec in enumerate(chunk):
+            t = ev.time_of(rec)
+            times.append(t)
+            pin = None
+            if rec.type == C.PERF_RECORD_LOST:
+                b = self.buffer_of_id.get(R.parse_lost(rec.data, e).id)
+                pin = self.rank.get(b)
+            elif rec.type == C.PERF_RECORD_SAMPLE and t is not None and maxt is not None and t < maxt:
+                ent = ev.for_sample(rec.data)
+                if ent is not None and _interrupt_event(ent.attr):
+                    k = i - 1
+                    while times[k] is None or times[k] <= t:
+                        k -= 1
+                    pairs.append((k, i))
+                    cur = max(cur, lo[k] + 1)
+            if pin is not None:
+                cur = max(cur, pin)
+            pins.append(pin)
+            lo.append(cur)
+            if t is not None and (maxt is None or t > maxt):
+                maxt = t
+        carry[0] = cur
+        hi = [top] * len(chunk)
+        bound = {i: top for _k, i in pairs}
+        limit = top
+        by_k = {}
+        for k, i in pairs:
+            by_k.setdefault(k, []).append(i)
+        for j in range(len(chunk) - 1, -1, -1):
+            if pins[j] is not None:
+                limit = min(limit, pins[j])
+            hi[j] = limit
+            for i in by_k.get(j, ()):
+                limit = min(limit, hi[i] - 1)
+                hi[j] = limit
+        del bound
+        if any(l > h for l, h in zip(lo, hi)):
+            lo = [0] * len(chunk)          # not the layout described above: pin nothing but LOSTs
+            hi = [top] * len(chunk)
+        rank_to_buffer = {n: b for b, n in self.rank.items()}
+        for rec, t, pin, l, h in zip(chunk, times, pins, lo, hi):
+            if t is None:
+                continue
+            if pin is not None:
+                self._loss(rank_to_buffer[pin], t)
+            if l == h:
+                self._seen(rank_to_buffer[l], t)
+
+    def _loss(self, buf, t):
+        lo = self.last.get(buf)
+        insort(self.hazards, (t, -1 if lo is None else lo - SLACK))
+        self.advanced += 1
+
+    def _seen(self, buf, t):
+        if self.buffers is not None and buf not in self.buffers:
+            self.buffers.add(buf)
+        if t > self.last.get(buf, -1):
+            self.last[buf] = t
+            self.horizon[buf] = t
+            self.advanced += 1
+
+    # -- answers --------------------------------------------------------------------------------
+    def seen_to(self):
+        """The time up to which every buffer's losses have been seen (None: not yet any)."""
+        if self.ended:
+            return float("inf")
+        if self.buffers is None:           # by CPU: the buffers seen so far (see docstring)
+            return min(self.horizon.values()) if self.horizon else None
+        if len(self.horizon) < len(self.buffers):
+            return None
+        return min(self.horizon.values())
+
+    def loss_between(self, a, b):
+        """The (hi, lo) of a loss interval meeting [a, b], or None."""
+        hz = self.hazards
+        from bisect import bisect_left
+        for n in range(bisect_left(hz, (a, -2)), len(hz)):
+            hi, lo = hz[n]
+            if lo <= b:
+                return hz[n]
+        return None
+
+    def verdict(self, since, taken, stack):
+        """Whether stitching a sample taken at ``taken`` to the stack written at ``stack`` is
+        proven, its task last seen in user space at ``since``: True, a reason (why not), or None
+        (not yet known: ask again when ``advanced`` changed)."""
+        hit = self.loss_between(since, stack)
+        if hit is not None:
+            return STACK_MAY_BE_LOST if self.loss_between(taken, stack) else EARLIER_STACK_MAY_BE_LOST
+        seen = self.seen_to()
+        if seen is not None and seen > stack + SLACK:
+            return True
+        return None
