@@ -5,6 +5,7 @@ into that layout (tests/nocookie.py), with the cookie answer on the original as 
 random streams through the core, drawn from a model of the kernel with cookies as the truth.
 """
 import json
+import lzma
 import os
 import shutil
 import subprocess
@@ -14,16 +15,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from collect import stitch
-from conftest import ROOT, SCENARIOS, capture, need_sid_perf
+from collect import ours_by_tid, stitch
+from conftest import DATA, ROOT, SCENARIOS, capture, need_sid_perf
 from deferstitch.errors import FormatError
 from deferstitch.model import (AMBIGUOUS_NO_COOKIE, LOST_NO_COOKIE, NO_COOKIE, STITCHED,
-                               TASK_EXITED, DeferredStack, Sample)
+                               STREAM_ENDED, TASK_EXITED, DeferredStack, Sample)
 from deferstitch.perfdata import engine
 from deferstitch.perfdata.feed import probe_layout
 from deferstitch.perfdata.reader import PerfData
 from deferstitch.stitcher import Stitcher
 from nocookie import precookie_task_events, strip_cookies
+from oracle import cookie_rule, parse_script_fields
 from synth import Synth, make_attr
 
 U1, U2, U3 = [0x401000, 0x401100], [0x402000], [0x403000, 0x403100, 0x403200]
@@ -129,9 +131,11 @@ def test_lost_records_give_up_what_is_pending_and_what_follows_until_user_space(
     f.deferred(12, 170, 1, U3)
     samples, rep = run(f, tmp_path)
     assert [outcome(s) for s in samples] == [
-        ("unmatched", LOST_NO_COOKIE, None), ("unmatched", LOST_NO_COOKIE, None),
-        ("unmatched", LOST_NO_COOKIE, None), ("unmatched", LOST_NO_COOKIE, None),
+        ("unmatched", LOST_NO_COOKIE, None), ("unmatched", STREAM_ENDED, None),   # T11: no stack
+        ("unmatched", AMBIGUOUS_NO_COOKIE, None),   # U1 (after its stack) or U2: in doubt first
+        ("unmatched", LOST_NO_COOKIE, None),
         (STITCHED, None, tuple(U2)), (STITCHED, None, tuple(U2))]
+    assert rep.extra["no_cookie_held_back"] == {"stack-may-be-lost": 1, "earlier-stack-may-be-lost": 1}
 
 
 def test_task_exit_and_a_new_task_on_the_same_tid(tmp_path):
@@ -191,53 +195,87 @@ def test_the_engine_leaves_no_cookie_files_to_python(tmp_path):
 
 # -- the real captures, rewritten without cookies ------------------------------------------------
 DEFERRED_SCENARIOS = [s for s in SCENARIOS if s != "baseline_fp_nodefer"]
+PRECOOKIE = DATA / "precookie"      # lossy captures of our own (README there): -m 1 / -m 2, -a or not
+LOSSY = sorted(p.name for p in PRECOOKIE.iterdir() if p.is_dir()) if PRECOOKIE.exists() else []
+
+# Share (%) of the samples that have a stack in perf 7.2's answer (its cookies) that the
+# rewrites stitch, at least: docs/precookie.md gives the same figures. "strip": cookies taken
+# out (a 7.x kernel's stacks, one per entry); "series": as the series before the cookie patch
+# writes them (tests/nocookie.py precookie_task_events).
+FLOORS = {
+    ("a_per_task", "strip"): 98, ("a_per_task", "series"): 99,
+    ("b_per_task", "strip"): 96, ("b_per_task", "series"): 99,
+    ("c_per_task", "strip"): 49, ("c_per_task", "series"): 99,
+    ("syswide", "strip"): 97, ("syswide", "series"): 98,
+    ("lost_per_task", "strip"): 56, ("lost_per_task", "series"): 84,
+    ("pipe", "strip"): 97, ("pipe", "series"): 99,
+    ("compressed", "strip"): 96, ("compressed", "series"): 99,
+    ("two_events_cpu_task", "strip"): 80, ("two_events_cpu_task", "series"): 99,
+    ("p_task_m1", "strip"): 13, ("p_task_m1", "series"): 28,
+    ("p_task_m2", "strip"): 14, ("p_task_m2", "series"): 29,
+    ("p_sys_m1", "strip"): 2, ("p_sys_m1", "series"): 4,
+    ("p_sys_m2", "strip"): 33, ("p_sys_m2", "series"): 33,
+    ("lost_syswide", "strip"): 26, ("lost_syswide", "series"): 28,
+}
+REWRITES = {"strip": strip_cookies, "series": precookie_task_events}
 
 
-def _stitched_as_truth(truth, got):
-    """How many samples of ``got`` are stitched; each with the same user stack as in ``truth``
-    (the cookie run of the same capture): never another entry's stack."""
-    stitched = 0
-    for a, b in zip(truth, got):
-        assert (a.time, a.tid) == (b.time, b.tid)
-        if b.outcome == STITCHED:
-            assert a.outcome == STITCHED and tuple(b.user) == tuple(a.user), (a, b)
-            stitched += 1
-    return stitched
+def _source(scenario, tmp_path):
+    """(the original capture, its folder with perf 7.2's script-fields-nomerge.txt.xz)."""
+    if scenario in SCENARIOS:
+        return capture(scenario)
+    folder = PRECOOKIE / scenario
+    xz = next(folder.glob("*.data.xz"))
+    path = tmp_path / xz.name[:-3]
+    path.write_bytes(lzma.open(xz).read())
+    return path, folder
 
 
-@pytest.mark.parametrize("scenario", DEFERRED_SCENARIOS)
-def test_captures_without_cookies_never_get_another_entrys_stack(scenario, tmp_path):
-    src, _folder = capture(scenario)
+def _against_perf(folder, got):
+    """Compare ``got`` (a rewrite's samples) with perf 7.2's cookie answer on the original
+    (tests/oracle.py): every stitched sample must carry exactly perf's chain, never another
+    entry's stack. Returns (stitched, samples that have a stack in perf's answer)."""
+    records, capped = parse_script_fields(folder / "script-fields-nomerge.txt.xz")
+    expected = {}
+    for tid, usec, ips, has in cookie_rule(records, capped):
+        has = True if ips is None else has
+        expected.setdefault(tid, []).append((usec, ips, has))
+    stitched = have = 0
+    for tid, ours in ours_by_tid(got).items():
+        theirs = expected.get(tid, [])
+        for (usec, ips, s), (t_usec, t_ips, has) in zip(ours, theirs):
+            assert usec == t_usec, (tid, usec, t_usec)
+            if has and t_ips is None:
+                continue                # past the 16 MiB cap of perf's text: unknown
+            have += bool(has)
+            if s.outcome == STITCHED:
+                assert has and ips == t_ips, (tid, usec)
+                stitched += 1
+    assert have > 0
+    return stitched, have
+
+
+@pytest.mark.parametrize("how", sorted(REWRITES))
+@pytest.mark.parametrize("scenario", DEFERRED_SCENARIOS + LOSSY)
+def test_rewrites_stitch_only_perfs_own_stacks_at_the_documented_rates(scenario, how, tmp_path):
+    """Every capture, and the lossy ones of tests/data/precookie (tens of LOST records each),
+    rewritten without cookies: no sample gets another entry's stack, with LOST records anywhere,
+    and the share stitched is at least the documented one (>= 90 % where nothing was lost, but
+    for the layouts that leave samples in doubt: see docs/precookie.md)."""
+    src, folder = _source(scenario, tmp_path)
     dst = str(tmp_path / "nc.data")
-    strip_cookies(src, dst)
-    truth, trep, _ = stitch(src)
+    REWRITES[how](str(src), dst)
     got, rep, _ = stitch(dst)
-    assert rep.deferred_layout == "no-cookie" and trep.deferred_layout == "cookie"
-    assert rep.conserved() and len(got) == len(truth) == rep.samples
-    stitched = _stitched_as_truth(truth, got)
-    have_stack = trep.stitched
-    print("%s: %d of %d samples with a stack stitched without cookies (%.1f%%)"
-          % (scenario, stitched, have_stack, 100.0 * stitched / have_stack))
-    assert stitched > 0
-
-
-@pytest.mark.parametrize("scenario", DEFERRED_SCENARIOS)
-def test_captures_as_the_precookie_series_writes_them(scenario, tmp_path):
-    """The captures as that series' kernel would have written them for the command perf record
-    started (tests/nocookie.py precookie_task_events): no sample gets another entry's stack, and
-    where nothing was lost at least 90 % of the samples that have a stack are stitched."""
-    src, _folder = capture(scenario)
-    dst = str(tmp_path / "pre.data")
-    precookie_task_events(src, dst)
-    truth, trep, _ = stitch(src)
-    got, rep, _ = stitch(dst)
-    assert rep.conserved() and len(got) == len(truth) == rep.samples
-    stitched = _stitched_as_truth(truth, got)
-    share = 100.0 * stitched / trep.stitched
-    print("%s (%s): %d of %d samples with a stack stitched (%.1f%%)"
-          % (scenario, rep.extra["no_cookie_stacks"], stitched, trep.stitched, share))
-    if trep.lost_records == 0:
-        assert share >= 90.0
+    assert rep.deferred_layout == "no-cookie" and rep.conserved() and len(got) == rep.samples
+    stitched, have = _against_perf(folder, got)
+    share = 100.0 * stitched / have
+    held = rep.extra["no_cookie_held_back"]
+    print("%s %s: %d of %d (%.1f%%) lost=%d held back %s" % (scenario, how, stitched, have, share,
+                                                            rep.lost_records, held))
+    assert share >= FLOORS[scenario, how]
+    assert sum(held.values()) <= rep.unmatched.get(LOST_NO_COOKIE, 0)
+    if rep.lost_records == 0:
+        assert not held
 
 
 def test_stitch_of_a_no_cookie_capture_is_read_by_perf_61(tmp_path):

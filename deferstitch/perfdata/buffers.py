@@ -34,7 +34,7 @@ every buffer that may have records has shown one after b + SLACK. At the end of 
 horizon is passed: a loss that no record of its buffer ever followed gets no LOST record, and
 the file cannot show it.
 """
-from bisect import insort
+from bisect import bisect_left, insort
 
 from ..abi import consts as C
 from ..abi import records as R
@@ -134,11 +134,10 @@ class LossWatch:
             else:
                 ent = ev.for_trailer(rec.data)
                 cpu = ent.layout.parse_trailer(rec.data).get("cpu") if ent else None
-            if cpu is None:
-                continue
             if rec.type == C.PERF_RECORD_LOST:
-                self._loss(cpu, t)
-            self._seen(cpu, t)
+                self._loss(cpu, t)          # no CPU: a loss on a buffer unknown, since the start
+            if cpu is not None:
+                self._seen(cpu, t)
 
     def _by_piece(self, chunk, carry):
         """Pin what the round's order proves: ranks [lo, hi] of each record's buffer."""
@@ -171,7 +170,6 @@ class LossWatch:
                 maxt = t
         carry[0] = cur
         hi = [top] * len(chunk)
-        bound = {i: top for _k, i in pairs}
         limit = top
         by_k = {}
         for k, i in pairs:
@@ -183,7 +181,6 @@ class LossWatch:
             for i in by_k.get(j, ()):
                 limit = min(limit, hi[i] - 1)
                 hi[j] = limit
-        del bound
         if any(l > h for l, h in zip(lo, hi)):
             lo = [0] * len(chunk)          # not the layout described above: pin nothing but LOSTs
             hi = [top] * len(chunk)
@@ -191,13 +188,13 @@ class LossWatch:
         for rec, t, pin, l, h in zip(chunk, times, pins, lo, hi):
             if t is None:
                 continue
-            if pin is not None:
-                self._loss(rank_to_buffer[pin], t)
+            if rec.type == C.PERF_RECORD_LOST:
+                self._loss(rank_to_buffer.get(pin), t)     # an unknown id: since the start
             if l == h:
                 self._seen(rank_to_buffer[l], t)
 
     def _loss(self, buf, t):
-        lo = self.last.get(buf)
+        lo = self.last.get(buf) if buf is not None else None
         insort(self.hazards, (t, -1 if lo is None else lo - SLACK))
         self.advanced += 1
 
@@ -223,7 +220,6 @@ class LossWatch:
     def loss_between(self, a, b):
         """The (hi, lo) of a loss interval meeting [a, b], or None."""
         hz = self.hazards
-        from bisect import bisect_left
         for n in range(bisect_left(hz, (a, -2)), len(hz)):
             hi, lo = hz[n]
             if lo <= b:
