@@ -48,7 +48,7 @@ one task's events can prove which stack is a sample's, and the stitcher never gu
                                  stack(B), and the samples of B's entry come last.
 
     All of that holds only if none of T's records between its last sight in user space (u, or
-    its FORK; the sample itself for a sample taken in user mode, or for requeued stacks) and the
+    its FORK; the sample itself for a sample taken in user mode) and the
     stack was lost. A LOST record comes late, stamped when its buffer took a record again (up to
     155 ms after the sample, in the captures), so with a ``proof`` (perfdata/buffers.py: each
     buffer's loss intervals and how far its records have been seen) every stitch waits until
@@ -227,7 +227,7 @@ class Stitcher:
             self._unmatched(s, LOST_NO_COOKIE)
         else:
             s.doubt = None if self.requeued else self.stale.get(tid)
-            s.since = s.time if self.requeued else self.user_time.get(tid, -1)
+            s.since = self.user_time.get(tid, -1)   # requeued too: a rewrite cannot requeue a lost stack
             self._wait(s)
 
     def _deferred_in_order(self, d):

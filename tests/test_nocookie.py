@@ -207,15 +207,17 @@ FLOORS = {
     ("b_per_task", "strip"): 96, ("b_per_task", "series"): 99,
     ("c_per_task", "strip"): 49, ("c_per_task", "series"): 99,
     ("syswide", "strip"): 97, ("syswide", "series"): 98,
-    ("lost_per_task", "strip"): 56, ("lost_per_task", "series"): 84,
+    ("lost_per_task", "strip"): 56, ("lost_per_task", "series"): 71,
     ("pipe", "strip"): 97, ("pipe", "series"): 99,
     ("compressed", "strip"): 96, ("compressed", "series"): 99,
     ("two_events_cpu_task", "strip"): 80, ("two_events_cpu_task", "series"): 99,
-    ("p_task_m1", "strip"): 13, ("p_task_m1", "series"): 28,
-    ("p_task_m2", "strip"): 14, ("p_task_m2", "series"): 29,
+    ("p_task_m1", "strip"): 13, ("p_task_m1", "series"): 20,
+    ("p_task_m2", "strip"): 14, ("p_task_m2", "series"): 21,
     ("p_sys_m1", "strip"): 2, ("p_sys_m1", "series"): 4,
     ("p_sys_m2", "strip"): 33, ("p_sys_m2", "series"): 33,
     ("lost_syswide", "strip"): 26, ("lost_syswide", "series"): 28,
+    ("p_task_m1_many", "strip"): 18, ("p_task_m1_many", "series"): 25,
+    ("p_task_m2_many", "strip"): 10, ("p_task_m2_many", "series"): 12,
 }
 REWRITES = {"strip": strip_cookies, "series": precookie_task_events}
 
