@@ -120,8 +120,9 @@ class Synth:
         self._rec(C.PERF_RECORD_EXIT, struct.pack(self.e + "iiiiQ", tid, tid, tid, tid, time)
                   + self.trailer(tid, time))
 
-    def lost(self, time, n=5):
-        self._rec(C.PERF_RECORD_LOST, struct.pack(self.e + "QQ", 100, n) + self.trailer(-1, time))
+    def lost(self, time, n=5, id_=100):
+        """LOST of ``n`` records in the buffer of the event with id ``id_`` (one id per CPU)."""
+        self._rec(C.PERF_RECORD_LOST, struct.pack(self.e + "QQ", id_, n) + self.trailer(-1, time))
 
     def round(self):
         self._rec(C.PERF_RECORD_FINISHED_ROUND, b"")

@@ -138,6 +138,95 @@ def test_lost_records_give_up_what_is_pending_and_what_follows_until_user_space(
     assert rep.extra["no_cookie_held_back"] == {"stack-may-be-lost": 1, "earlier-stack-may-be-lost": 1}
 
 
+def _two_buffers():
+    """A per-task file as perf record writes one on 2 CPUs: one inherited event, an id per CPU
+    (ids 100 and 101: the CPU map's order), samples without CPU or ID."""
+    f = Synth(no_cookie=True)
+    ent = f.evlist.entries[0]
+    ent.ids = [100, 101]
+    f.evlist.by_id[101] = ent
+    return f
+
+
+MS = 1_000_000
+
+
+def test_a_loss_revealed_after_the_stack_holds_the_sample_back(tmp_path):
+    """The case the cookie was made for: T10's stack is dropped by CPU 0's full buffer, T10
+    goes on on CPU 1 and writes its next entry's stack there; CPU 0's LOST comes only when that
+    buffer takes a record again, rounds later (the time order puts it after the stack). Task
+    order would give the sample the next entry's stack; the buffer's loss interval (from its
+    last record to the LOST) covers the sample, so it is held back; what the file proves
+    clean is stitched."""
+    f = _two_buffers()
+    f.sample(10, 100 * MS, cookie=1)             # round 1, CPU 0: its stack is dropped later
+    f.sample(11, 90 * MS, cookie=1)              # ... CPU 1 (time goes back: a new piece)
+    f.round()
+    f.sample(10, 140 * MS, cookie=1, user_mode=True)      # round 2, CPU 1 only
+    f.sample(10, 160 * MS, cookie=1)
+    f.deferred(10, 170 * MS, 1, U2)              # the next entry's stack
+    f.round()
+    for t in (200, 250):                         # CPU 0 silent
+        f.sample(11, t * MS, cookie=1)
+        f.round()
+    f.lost(300 * MS, id_=100)                    # CPU 0 takes a record again: the loss shows
+    f.sample(12, 300 * MS, cookie=1)
+    f.sample(11, 290 * MS, cookie=1)             # CPU 1
+    f.sample(11, 350 * MS, cookie=1, user_mode=True)
+    f.round()
+    f.sample(11, 400 * MS, cookie=1)             # CPU 1, after T11 was seen in user space
+    f.deferred(11, 410 * MS, 1, U3)
+    f.round()
+    f.sample(12, 500 * MS, cookie=1)             # CPU 0: both buffers seen past 410 ms
+    f.sample(11, 495 * MS, cookie=1, user_mode=True)
+    f.deferred(12, 505 * MS, 1, U1)
+    f.deferred(11, 510 * MS, 1, U1)
+    samples, rep = run(f, tmp_path)
+    got = {(s.tid, s.time // MS): outcome(s) for s in samples}
+    assert got[10, 100] == ("unmatched", LOST_NO_COOKIE, None)       # not U2: never a guess
+    assert got[10, 140] == got[10, 160] == ("unmatched", LOST_NO_COOKIE, None)
+    assert got[11, 350] == got[11, 400] == (STITCHED, None, tuple(U3))
+    assert got[11, 495] == (STITCHED, None, tuple(U1))
+    held = rep.extra["no_cookie_held_back"]
+    assert sum(held.values()) == rep.unmatched[LOST_NO_COOKIE] and held["stack-may-be-lost"] >= 3
+    path = f.save(str(tmp_path / "r.data"))
+    r = subprocess.run([sys.executable, "-m", "deferstitch", "report", path], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "held back for want of proof that no record was lost: %d (%s)" % (
+        sum(held.values()), ", ".join("%s %d" % kv for kv in sorted(held.items()))) in r.stdout
+    r = subprocess.run([sys.executable, "-m", "deferstitch", "report", "--json", path], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert json.loads(r.stdout)["perf"]["no_cookie_held_back"] == held
+
+
+def test_a_stitch_waits_for_every_buffer_to_show_its_losses(tmp_path):
+    """The stack is there, but CPU 0 has shown nothing since before it: the stitch waits (it
+    is still undecided when the stack is delivered) until CPU 0 either shows a record with no
+    LOST before it (stitched) or its LOST (held back)."""
+    outs = {}
+    for lost in (False, True):
+        f = _two_buffers()
+        f.sample(20, 10 * MS, cookie=1)          # CPU 0
+        f.sample(10, 5 * MS, cookie=1, user_mode=True)   # CPU 1
+        f.round()
+        f.sample(10, 20 * MS, cookie=1)          # CPU 1
+        f.deferred(10, 30 * MS, 1, U2)
+        f.round()
+        for t in range(40, 200, 20):             # CPU 1 goes on, CPU 0 stays silent
+            f.sample(11, t * MS, cookie=1)
+            f.round()
+        if lost:
+            f.lost(250 * MS, id_=100)            # CPU 0's loss began after its record at 10 ms
+        f.sample(20, 250 * MS, cookie=1)
+        f.sample(11, 240 * MS, cookie=1)
+        samples, rep = run(f, tmp_path, "w%d.data" % lost)
+        outs[lost] = {(s.tid, s.time // MS): outcome(s) for s in samples}
+        assert rep.max_pending >= 2 + 8          # T10's two samples were parked meanwhile
+    assert outs[False][10, 20] == outs[False][10, 5] == (STITCHED, None, tuple(U2))
+    assert outs[True][10, 20] == outs[True][10, 5] == ("unmatched", LOST_NO_COOKIE, None)
+
+
 def test_task_exit_and_a_new_task_on_the_same_tid(tmp_path):
     f = Synth(no_cookie=True)
     f.sample(10, 100, cookie=1)
