@@ -302,7 +302,7 @@ FLOORS = {
     ("two_events_cpu_task", "strip"): 80, ("two_events_cpu_task", "series"): 99,
     ("p_task_m1", "strip"): 13, ("p_task_m1", "series"): 20,
     ("p_task_m2", "strip"): 14, ("p_task_m2", "series"): 21,
-    ("p_sys_m1", "strip"): 2, ("p_sys_m1", "series"): 4,
+    ("p_sys_m1", "strip"): 0, ("p_sys_m1", "series"): 0,
     ("p_sys_m2", "strip"): 33, ("p_sys_m2", "series"): 33,
     ("lost_syswide", "strip"): 26, ("lost_syswide", "series"): 28,
     ("p_task_m1_many", "strip"): 18, ("p_task_m1_many", "series"): 25,

@@ -38,11 +38,13 @@ from bisect import bisect_left, insort
 
 from ..abi import consts as C
 from ..abi import records as R
+from ..errors import FormatError
 
 SLACK = 2_000_000           # ns: a task-context record's time may precede its write by this much
 MAX_CHUNK = 50_000          # records of one round examined at once (memory), ranges carried over
 _IRQ_SOFTWARE = (0, 1)      # PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_TASK_CLOCK: hrtimer interrupts
-_IRQ_TYPES = (0, 3, 4)      # PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW: PMU interrupts
+_IRQ_TYPES = (0, 3, 4)
+_LOST_SAMPLES_BPF = 1 << 15 # PERF_RECORD_MISC_LOST_SAMPLES_BPF: dropped by a BPF filter, not lost      # PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW: PMU interrupts
 
 STACK_MAY_BE_LOST = "stack-may-be-lost"           # a loss between the sample and its stack
 EARLIER_STACK_MAY_BE_LOST = "earlier-stack-may-be-lost"   # ... between its task's last sight in
@@ -65,6 +67,8 @@ class LossWatch:
         self.last = {}             # buffer -> time of its latest record pinned to it (for lo)
         self.buffers = None        # every buffer that may hold records (None: from the CPUs seen)
         self.ended = False
+        self.lost_records = 0      # what LOST records say was lost, and what perf read at the
+        self.lost_samples = 0      # end (LOST_SAMPLES): more there is a loss never revealed
         self.advanced = 0          # bumped whenever a horizon moved or a loss was added
         self._plan = None
 
@@ -94,25 +98,50 @@ class LossWatch:
         """Yield ``records`` unchanged, each round after it was examined (see the docstring)."""
         chunk = []
         carry = [0]                # the lowest buffer rank the round's next record may have
+        try:
+            yield from self._rounds(records, chunk, carry)
+        except FormatError:        # damage: what was read before it is still delivered
+            self._round(chunk, carry)
+            yield from chunk
+            raise
+        self._round(chunk, carry)
+        self._unrevealed()
+        self.ended = True
+        self.advanced += 1
+        yield from chunk
+
+    def _rounds(self, records, chunk, carry):
         for rec in records:
             if rec.type == C.PERF_RECORD_FINISHED_ROUND:
                 self._round(chunk, carry)
                 yield from chunk
-                chunk = []
-                carry = [0]
+                chunk.clear()
+                carry[0] = 0
                 yield rec
                 continue
             chunk.append(rec)
             if len(chunk) >= MAX_CHUNK:
                 self._round(chunk, carry)
                 yield from chunk
-                chunk = []
-        self._round(chunk, carry)
-        self.ended = True
-        self.advanced += 1
-        yield from chunk
+                chunk.clear()
+
+    def _unrevealed(self):
+        """At the end: perf record reads each event's count of lost records (PERF_FORMAT_LOST)
+        and writes it as LOST_SAMPLES (record__read_lost_samples()). More than the LOST records
+        said means a loss no record followed, after some buffer's last record: from the
+        earliest of those on (the file does not say which buffer)."""
+        if self.lost_samples > self.lost_records:
+            last = [self.last.get(b) for b in (self.buffers or self.last)]
+            lo = -1 if not last or None in last else min(last) - SLACK
+            insort(self.hazards, (float("inf"), lo))
+            self.advanced += 1
 
     def _round(self, chunk, carry):
+        for rec in chunk:
+            if rec.type == C.PERF_RECORD_LOST:
+                self.lost_records += R.parse_lost(rec.data, self.perf.endian).lost
+            elif rec.type == C.PERF_RECORD_LOST_SAMPLES and not rec.misc & _LOST_SAMPLES_BPF:
+                self.lost_samples += R.parse_lost_samples(rec.data, self.perf.endian).lost
         if not chunk:
             return
         if self._plan is None:
