@@ -203,11 +203,13 @@ def test_a_loss_revealed_after_the_stack_holds_the_sample_back(tmp_path):
 def test_a_stitch_waits_for_every_buffer_to_show_its_losses(tmp_path):
     """The stack is there, but CPU 0 has shown nothing since before it: the stitch waits (it
     is still undecided when the stack is delivered) until CPU 0 either shows a record with no
-    LOST before it (stitched) or its LOST (held back)."""
+    LOST before it (stitched) or its LOST (held back). (A file with no LOST record at all is
+    stitched as it comes: the early loss on CPU 1 makes this one wait for proof.)"""
     outs = {}
     for lost in (False, True):
         f = _two_buffers()
         f.sample(20, 10 * MS, cookie=1)          # CPU 0
+        f.lost(1 * MS, id_=101)                  # CPU 1: a loss before anything of T10
         f.sample(10, 5 * MS, cookie=1, user_mode=True)   # CPU 1
         f.round()
         f.sample(10, 20 * MS, cookie=1)          # CPU 1

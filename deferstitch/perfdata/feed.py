@@ -24,6 +24,7 @@ _USER = C.PERF_CONTEXT_USER
 _DEFERRED = C.PERF_CONTEXT_USER_DEFERRED
 _MAX = C.PERF_CONTEXT_MAX
 _CPUMODE, _MODE_USER = C.PERF_RECORD_MISC_CPUMODE_MASK, C.PERF_RECORD_MISC_USER
+_LOSS = (C.PERF_RECORD_LOST, C.PERF_RECORD_LOST_SAMPLES)
 
 
 class SampleRef:
@@ -119,6 +120,22 @@ def probe_entries(perf, limit=10_000):
         return None
 
 
+def needs_proof(perf):
+    """Whether a stitch by task order must wait for the file's proof that nothing was lost
+    (perfdata/buffers.py): not for a cookie file, nor for a file without any LOST or
+    LOST_SAMPLES record (read ahead on a separate handle: without cookies only, whose Python
+    path this second read costs little beside), whose stitches are all proven as they come."""
+    if perf.path == "<stdin>":
+        return True
+    if probe_layout(perf.path) == R.DEFERRED_COOKIE:
+        return False
+    try:
+        with PerfData.open(perf.path) as ahead:
+            return any(rec.type in _LOSS for rec in ahead.records())
+    except (FormatError, ValueError, struct.error, OSError):
+        return True
+
+
 def damage(perf, rec, err):
     """The error for a record the feed cannot decode (ValueError or struct.error ``err``)."""
     return FormatError(perf.path, rec.offset, "%s: %s" % (C.record_name(rec.type), err))
@@ -182,7 +199,7 @@ class PerfFeed:
         self.record_counts = {}
         self.error = None
         self.layout = None
-        self.watch = LossWatch(perf)   # which buffer lost what, when: for files without cookies
+        self.watch = None          # which buffer lost what, when: files without cookies (run())
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self):
@@ -192,11 +209,15 @@ class PerfFeed:
         st = self.stitcher
         counts = self.record_counts
         observe = self.observe
+        records = perf.records()
+        if needs_proof(perf):
+            self.watch = LossWatch(perf)
+            records = self.watch.records(records)
         watch = self.watch
-        advanced = watch.advanced
+        advanced = 0
         try:
-            for rec in ordered(watch.records(perf.records()), perf.evlist.time_of, self.order_stats):
-                if watch.advanced != advanced and st.parked:
+            for rec in ordered(records, perf.evlist.time_of, self.order_stats):
+                if st.parked and watch.advanced != advanced:
                     advanced = watch.advanced
                     st.proof_advanced()
                     self._drain()
