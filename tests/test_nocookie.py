@@ -17,17 +17,20 @@ from hypothesis import strategies as hs
 
 from collect import ours_by_tid, stitch
 from conftest import DATA, ROOT, SCENARIOS, capture, need_sid_perf
+from deferstitch.abi import consts as C
 from deferstitch.errors import FormatError
 from deferstitch.model import (AMBIGUOUS_NO_COOKIE, LOST_NO_COOKIE, NO_COOKIE, STITCHED,
                                STREAM_ENDED, TASK_EXITED, DeferredStack, Sample)
 from deferstitch.perfdata import engine
 from deferstitch.perfdata.feed import probe_layout
+from deferstitch.perfdata.buffers import SLACK, LossWatch
 from deferstitch.perfdata.reader import PerfData
 from deferstitch.stitcher import Stitcher
 from nocookie import precookie_task_events, strip_cookies
 from oracle import cookie_rule, parse_script_fields
-from synth import Synth, make_attr
+from synth import BASIC, Synth, make_attr
 
+BASIC_ID = BASIC | C.PERF_SAMPLE_IDENTIFIER
 U1, U2, U3 = [0x401000, 0x401100], [0x402000], [0x403000, 0x403100, 0x403200]
 
 
@@ -227,6 +230,45 @@ def test_a_stitch_waits_for_every_buffer_to_show_its_losses(tmp_path):
         assert rep.max_pending >= 2 + 8          # T10's two samples were parked meanwhile
     assert outs[False][10, 20] == outs[False][10, 5] == (STITCHED, None, tuple(U2))
     assert outs[True][10, 20] == outs[True][10, 5] == ("unmatched", LOST_NO_COOKIE, None)
+
+
+def _watched(f, tmp_path):
+    """Run a LossWatch over the records of Synth ``f`` saved as a file, in file order."""
+    with PerfData.open(f.save(str(tmp_path / "w.data"))) as perf:
+        watch = LossWatch(perf)
+        for _rec in watch.records(perf.records()):
+            pass
+    return watch
+
+
+def test_the_watch_pins_records_to_buffers_by_piece_order_and_ids(tmp_path):
+    """Rounds hold one piece per buffer in CPU order: a sample (an interrupt's: cpu-clock)
+    earlier than a record before it starts a later buffer's piece; a deferred stack earlier than
+    the sample before it does not (task context: its time may precede an interrupt's sample);
+    a LOST names its buffer by id; a round with one run and no id pins nothing."""
+    f = _two_buffers()
+    f.sample(10, 100 * MS, cookie=1)             # round 1: CPU 0 ...
+    f.deferred(10, 99 * MS, 1, U1)               # ... still CPU 0 (task context, back in time)
+    f.sample(11, 90 * MS, cookie=1)              # CPU 1: an interrupt's sample, back in time
+    f.round()
+    f.sample(10, 200 * MS, cookie=1)             # round 2: one run, nothing says whose
+    f.sample(11, 210 * MS, cookie=1)
+    f.round()
+    f.lost(300 * MS, id_=101)                    # round 3: CPU 1 by its LOST
+    f.sample(11, 300 * MS, cookie=1)
+    w = _watched(f, tmp_path)
+    assert not w.by_cpu and w.nbuf == 2
+    assert w.ended and w.horizon == {0: 100 * MS, 1: 300 * MS}
+    assert w.hazards == [(300 * MS, 90 * MS - SLACK)]      # from CPU 1's record before it
+
+    attr = make_attr(sample_type=BASIC_ID)
+    g = Synth(attrs=[attr], no_cookie=True)
+    g.evlist.entries[0].ids = [100, 101]
+    g.evlist.by_id[101] = g.evlist.entries[0]
+    g.sample(10, 200 * MS, cookie=1, sample_id=100)      # one run, but each sample names its CPU
+    g.sample(11, 210 * MS, cookie=1, sample_id=101)
+    w = _watched(g, tmp_path)
+    assert w.horizon == {0: 200 * MS, 1: 210 * MS}
 
 
 def test_task_exit_and_a_new_task_on_the_same_tid(tmp_path):

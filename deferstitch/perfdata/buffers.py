@@ -20,7 +20,8 @@ CPU), and writes each buffer's new data as one piece, then FINISHED_ROUND:
                           ^ time goes back: a new piece (a later buffer) starts
 
 Which buffer a record came from: its CPU where the records carry one (PERF_SAMPLE_CPU: -a);
-the id of a LOST record (per CPU: ID_INDEX). Otherwise the pieces tell, where the times do: a
+its id where they carry one (PERF_SAMPLE_ID or IDENTIFIER: several events), and always that of
+a LOST record (one id per CPU: ID_INDEX, else the order of each attr's ids). Otherwise the pieces tell, where the times do: a
 piece is in time order but for records written from task context (deferred stacks, COMM, EXIT,
 ...), whose time may be taken before an interrupt whose sample then comes first (seen up to 0.44
 ms in the captures, under qemu TCG: SLACK covers it). A sample of an interrupt-context event
@@ -179,7 +180,7 @@ class LossWatch:
         for i, rec in enumerate(chunk):
             t = ev.time_of(rec)
             times.append(t)
-            pin = None
+            pin = self.rank.get(self.buffer_of_id.get(self._id_of(rec)))
             if rec.type == C.PERF_RECORD_LOST:
                 b = self.buffer_of_id.get(R.parse_lost(rec.data, e).id)
                 pin = self.rank.get(b)
@@ -221,6 +222,23 @@ class LossWatch:
                 self._loss(rank_to_buffer.get(pin), t)     # an unknown id: since the start
             if l == h:
                 self._seen(rank_to_buffer[l], t)
+
+    def _id_of(self, rec):
+        """The sample id a record carries (PERF_SAMPLE_ID or IDENTIFIER: one per CPU), or None."""
+        ev, data = self.perf.evlist, rec.data
+        if rec.type == C.PERF_RECORD_SAMPLE:
+            ent = ev.for_sample(data)
+            at = ent.layout.id_offset if ent else None
+            if at is None or len(data) < at + 8:
+                return None
+            return ev._u64.unpack_from(data, at)[0]
+        if rec.type >= C.PERF_RECORD_USER_TYPE_START:
+            return None
+        ent = ev.for_trailer(data)
+        back = ent.layout.trailer_id_from_end if ent and ent.layout.trailer_names else None
+        if back is None or len(data) < 8 + back:
+            return None
+        return ev._u64.unpack_from(data, len(data) - back)[0]
 
     def _loss(self, buf, t):
         lo = self.last.get(buf) if buf is not None else None
