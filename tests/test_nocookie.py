@@ -8,6 +8,7 @@ import json
 import lzma
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -269,6 +270,34 @@ def test_the_watch_pins_records_to_buffers_by_piece_order_and_ids(tmp_path):
     g.sample(11, 210 * MS, cookie=1, sample_id=101)
     w = _watched(g, tmp_path)
     assert w.horizon == {0: 200 * MS, 1: 210 * MS}
+
+
+@pytest.mark.parametrize("per_buffer", [False, True])
+def test_a_loss_no_record_followed_shows_in_perfs_final_count(tmp_path, per_buffer):
+    """T10's stack is dropped on CPU 0, which never takes a record again: no LOST is ever
+    written. perf's LOST_SAMPLES at the end (per event and CPU, in that order, only counts
+    above 0) say more was lost than LOST records told: when there is one per CPU, on the CPU
+    whose count is short (from its last record on: T11's stitch on CPU 1, over before it, stands),
+    else on some buffer, from the earliest last record of any (T11's is held back too)."""
+    f = _two_buffers()
+    f.sample(10, 85 * MS, cookie=1, user_mode=True)      # CPU 0
+    f.sample(10, 100 * MS, cookie=1)             # CPU 0: its stack is dropped afterwards
+    if per_buffer:
+        f.lost(80 * MS, n=3, id_=101)            # CPU 1, early: its count says 3
+    f.sample(11, 90 * MS, cookie=1, user_mode=True)      # CPU 1
+    f.sample(11, 92 * MS, cookie=1)
+    f.deferred(11, 95 * MS, 1, U3)               # before CPU 0's last record (100 ms)
+    f.round()
+    f.sample(10, 140 * MS, cookie=1)             # CPU 1: T10 moved
+    f.deferred(10, 150 * MS, 1, U2)              # the next entry's stack
+    f.round()
+    for n in ([5, 3] if per_buffer else [5]):
+        f.raw(C.PERF_RECORD_LOST_SAMPLES, struct.pack("<Q", n) + f.trailer(0, 0))
+    samples, rep = run(f, tmp_path)
+    got = {(s.tid, s.time // MS): outcome(s) for s in samples}
+    assert got[10, 85] == got[10, 100] == got[10, 140] == ("unmatched", LOST_NO_COOKIE, None)
+    assert got[11, 90] == got[11, 92] == (
+        (STITCHED, None, tuple(U3)) if per_buffer else ("unmatched", LOST_NO_COOKIE, None))
 
 
 def test_task_exit_and_a_new_task_on_the_same_tid(tmp_path):

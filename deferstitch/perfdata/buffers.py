@@ -68,8 +68,8 @@ class LossWatch:
         self.last = {}             # buffer -> time of its latest record pinned to it (for lo)
         self.buffers = None        # every buffer that may hold records (None: from the CPUs seen)
         self.ended = False
-        self.lost_records = 0      # what LOST records say was lost, and what perf read at the
-        self.lost_samples = 0      # end (LOST_SAMPLES): more there is a loss never revealed
+        self.lost_records = {}     # buffer (None: unknown) -> what its LOST records say was lost
+        self.lost_samples = []     # (sample id or None, count) of perf's LOST_SAMPLES at the end
         self.advanced = 0          # bumped whenever a horizon moved or a loss was added
         self._plan = None
 
@@ -128,25 +128,46 @@ class LossWatch:
 
     def _unrevealed(self):
         """At the end: perf record reads each event's count of lost records (PERF_FORMAT_LOST)
-        and writes it as LOST_SAMPLES (record__read_lost_samples()). More than the LOST records
-        said means a loss no record followed, after some buffer's last record: from the
-        earliest of those on (the file does not say which buffer)."""
-        if self.lost_samples > self.lost_records:
-            last = [self.last.get(b) for b in (self.buffers or self.last)]
-            lo = -1 if not last or None in last else min(last) - SLACK
+        and writes it as LOST_SAMPLES (record__read_lost_samples(): per event and CPU, in that
+        order, only counts above 0). More than a buffer's LOST records said means a loss that no
+        record of that buffer followed: from its last record on. Where the counts cannot be
+        told apart by buffer, the totals decide, from the earliest buffer's last record."""
+        ids = [i for e in self.perf.evlist.entries for i in e.ids]
+        counts = self.lost_samples
+        if any(i is None for i, _n in counts) and len(counts) == len(ids):
+            counts = [(i, n) for i, (_x, n) in zip(ids, counts)]     # each (event, CPU) once
+        by_buf = {}
+        for i, n in counts:
+            b = self._buffer_of_sample_id(i)
+            by_buf[b] = by_buf.get(b, 0) + n
+        if None in by_buf or None in self.lost_records:
+            excess = [None] if sum(by_buf.values()) > sum(self.lost_records.values()) else []
+        else:
+            excess = [b for b, n in by_buf.items() if n > self.lost_records.get(b, 0)]
+        for b in excess:
+            if b is None:
+                last = [self.last.get(x) for x in (self.buffers or self.last)]
+                lo = -1 if not last or None in last else min(last) - SLACK
+            else:
+                lo = self.last[b] - SLACK if b in self.last else -1
             insort(self.hazards, (float("inf"), lo))
             self.advanced += 1
 
+    def _buffer_of_sample_id(self, i):
+        if self.by_cpu:
+            cpus = {x.id: x.cpu for x in self.perf.evlist.index_entries}
+            return cpus.get(i)
+        return self.buffer_of_id.get(i)
+
     def _round(self, chunk, carry):
-        for rec in chunk:
-            if rec.type == C.PERF_RECORD_LOST:
-                self.lost_records += R.parse_lost(rec.data, self.perf.endian).lost
-            elif rec.type == C.PERF_RECORD_LOST_SAMPLES and not rec.misc & _LOST_SAMPLES_BPF:
-                self.lost_samples += R.parse_lost_samples(rec.data, self.perf.endian).lost
         if not chunk:
             return
         if self._plan is None:
             self._configure()
+        for rec in chunk:
+            if rec.type == C.PERF_RECORD_LOST_SAMPLES and not rec.misc & _LOST_SAMPLES_BPF:
+                self.lost_samples.append((self._id_of(rec),
+                                          R.parse_lost_samples(rec.data, self.perf.endian).lost))
         if self.by_cpu:
             self._by_cpu(chunk)
         elif self.nbuf:
@@ -164,8 +185,8 @@ class LossWatch:
             else:
                 ent = ev.for_trailer(rec.data)
                 cpu = ent.layout.parse_trailer(rec.data).get("cpu") if ent else None
-            if rec.type == C.PERF_RECORD_LOST:
-                self._loss(cpu, t)          # no CPU: a loss on a buffer unknown, since the start
+            if rec.type == C.PERF_RECORD_LOST:     # no CPU: a buffer unknown, since the start
+                self._loss(cpu, t, R.parse_lost(rec.data, self.perf.endian).lost)
             if cpu is not None:
                 self._seen(cpu, t)
 
@@ -218,8 +239,8 @@ class LossWatch:
         for rec, t, pin, l, h in zip(chunk, times, pins, lo, hi):
             if t is None:
                 continue
-            if rec.type == C.PERF_RECORD_LOST:
-                self._loss(rank_to_buffer.get(pin), t)     # an unknown id: since the start
+            if rec.type == C.PERF_RECORD_LOST:     # an unknown id: a buffer unknown, since the start
+                self._loss(rank_to_buffer.get(pin), t, R.parse_lost(rec.data, e).lost)
             if l == h:
                 self._seen(rank_to_buffer[l], t)
 
@@ -240,7 +261,8 @@ class LossWatch:
             return None
         return ev._u64.unpack_from(data, len(data) - back)[0]
 
-    def _loss(self, buf, t):
+    def _loss(self, buf, t, n):
+        self.lost_records[buf] = self.lost_records.get(buf, 0) + n
         lo = self.last.get(buf) if buf is not None else None
         insort(self.hazards, (t, -1 if lo is None else lo - SLACK))
         self.advanced += 1
