@@ -65,13 +65,12 @@ class LossWatch:
         self.perf = perf
         self.hazards = []
         self.horizon = {}          # buffer -> time of its latest record pinned to it
-        self.last = {}             # buffer -> time of its latest record pinned to it (for lo)
         self.buffers = None        # every buffer that may hold records (None: from the CPUs seen)
         self.ended = False
         self.lost_records = {}     # buffer (None: unknown) -> what its LOST records say was lost
         self.lost_samples = []     # (sample id or None, count) of perf's LOST_SAMPLES at the end
         self.advanced = 0          # bumped whenever a horizon moved or a loss was added
-        self._plan = None
+        self._configured = False
 
     # -- configuration, once the attrs are known ----------------------------------------------
     def _configure(self):
@@ -92,7 +91,7 @@ class LossWatch:
             self.rank = {b: n for n, b in enumerate(order)}
             self.buffers = set(order)
             self.nbuf = len(order)
-        self._plan = True
+        self._configured = True
 
     # -- the stream -----------------------------------------------------------------------------
     def records(self, records):
@@ -146,10 +145,10 @@ class LossWatch:
             excess = [b for b, n in by_buf.items() if n > self.lost_records.get(b, 0)]
         for b in excess:
             if b is None:
-                last = [self.last.get(x) for x in (self.buffers or self.last)]
+                last = [self.horizon.get(x) for x in (self.buffers or self.horizon)]
                 lo = -1 if not last or None in last else min(last) - SLACK
             else:
-                lo = self.last[b] - SLACK if b in self.last else -1
+                lo = self.horizon[b] - SLACK if b in self.horizon else -1
             insort(self.hazards, (float("inf"), lo))
             self.advanced += 1
 
@@ -162,7 +161,7 @@ class LossWatch:
     def _round(self, chunk, carry):
         if not chunk:
             return
-        if self._plan is None:
+        if not self._configured:
             self._configure()
         for rec in chunk:
             if rec.type == C.PERF_RECORD_LOST_SAMPLES and not rec.misc & _LOST_SAMPLES_BPF:
@@ -263,15 +262,14 @@ class LossWatch:
 
     def _loss(self, buf, t, n):
         self.lost_records[buf] = self.lost_records.get(buf, 0) + n
-        lo = self.last.get(buf) if buf is not None else None
+        lo = self.horizon.get(buf) if buf is not None else None
         insort(self.hazards, (t, -1 if lo is None else lo - SLACK))
         self.advanced += 1
 
     def _seen(self, buf, t):
         if self.buffers is not None and buf not in self.buffers:
             self.buffers.add(buf)
-        if t > self.last.get(buf, -1):
-            self.last[buf] = t
+        if t > self.horizon.get(buf, -1):
             self.horizon[buf] = t
             self.advanced += 1
 
