@@ -35,6 +35,7 @@ every buffer that may have records has shown one after b + SLACK. At the end of 
 horizon is passed: a loss that no record of its buffer ever followed gets no LOST record, and
 the file cannot show it.
 """
+import struct
 from bisect import bisect_left, insort
 
 from ..abi import consts as C
@@ -54,6 +55,20 @@ EARLIER_STACK_MAY_BE_LOST = "earlier-stack-may-be-lost"   # ... between its task
 
 def _interrupt_event(attr):
     return attr.type in _IRQ_TYPES or (attr.type == C.PERF_TYPE_SOFTWARE and attr.config in _IRQ_SOFTWARE)
+
+
+def _parsed(parse, rec, *args):
+    """``parse(rec.data, *args)``, or None for a record too damaged for it: the feed reports
+    that damage with its offset when the record reaches it; here it only proves nothing."""
+    try:
+        return parse(rec.data, *args)
+    except (ValueError, struct.error):
+        return None
+
+
+def _lost_count(rec, e):
+    lost = _parsed(R.parse_lost, rec, e)
+    return lost.lost if lost else 0
 
 
 class LossWatch:
@@ -165,8 +180,8 @@ class LossWatch:
             self._configure()
         for rec in chunk:
             if rec.type == C.PERF_RECORD_LOST_SAMPLES and not rec.misc & _LOST_SAMPLES_BPF:
-                self.lost_samples.append((self._id_of(rec),
-                                          R.parse_lost_samples(rec.data, self.perf.endian).lost))
+                ls = _parsed(R.parse_lost_samples, rec, self.perf.endian)
+                self.lost_samples.append((self._id_of(rec), ls.lost if ls else 1 << 64))
         if self.by_cpu:
             self._by_cpu(chunk)
         elif self.nbuf:
@@ -180,12 +195,13 @@ class LossWatch:
                 continue
             if rec.type == C.PERF_RECORD_SAMPLE:
                 ent = ev.for_sample(rec.data)
-                cpu = ent.layout.parse(rec.data).cpu if ent else None
+                p = _parsed(ent.layout.parse, rec) if ent else None
+                cpu = p.cpu if p else None
             else:
                 ent = ev.for_trailer(rec.data)
-                cpu = ent.layout.parse_trailer(rec.data).get("cpu") if ent else None
+                cpu = (_parsed(ent.layout.parse_trailer, rec) or {}).get("cpu") if ent else None
             if rec.type == C.PERF_RECORD_LOST:     # no CPU: a buffer unknown, since the start
-                self._loss(cpu, t, R.parse_lost(rec.data, self.perf.endian).lost)
+                self._loss(cpu, t, _lost_count(rec, self.perf.endian))
             if cpu is not None:
                 self._seen(cpu, t)
 
@@ -202,7 +218,8 @@ class LossWatch:
             times.append(t)
             pin = self.rank.get(self.buffer_of_id.get(self._id_of(rec)))
             if rec.type == C.PERF_RECORD_LOST:
-                b = self.buffer_of_id.get(R.parse_lost(rec.data, e).id)
+                lost = _parsed(R.parse_lost, rec, e)
+                b = self.buffer_of_id.get(lost.id) if lost else None
                 pin = self.rank.get(b)
             elif rec.type == C.PERF_RECORD_SAMPLE and t is not None and maxt is not None and t < maxt:
                 ent = ev.for_sample(rec.data)
@@ -239,7 +256,7 @@ class LossWatch:
             if t is None:
                 continue
             if rec.type == C.PERF_RECORD_LOST:     # an unknown id: a buffer unknown, since the start
-                self._loss(rank_to_buffer.get(pin), t, R.parse_lost(rec.data, e).lost)
+                self._loss(rank_to_buffer.get(pin), t, _lost_count(rec, e))
             if l == h:
                 self._seen(rank_to_buffer[l], t)
 
