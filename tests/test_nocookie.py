@@ -231,6 +231,11 @@ def test_a_stitch_waits_for_every_buffer_to_show_its_losses(tmp_path):
         assert rep.max_pending >= 2 + 8          # T10's two samples were parked meanwhile
     assert outs[False][10, 20] == outs[False][10, 5] == (STITCHED, None, tuple(U2))
     assert outs[True][10, 20] == outs[True][10, 5] == ("unmatched", LOST_NO_COOKIE, None)
+    # what waits for proof is pending: --max-pending bounds it (the oldest given up, counted)
+    samples, rep = stitch(str(tmp_path / "w0.data"), max_pending=3)[:2]
+    got = {(s.tid, s.time // MS): outcome(s) for s in samples}
+    assert rep.conserved() and rep.max_pending <= 4 and rep.unmatched["evicted"] >= 2
+    assert got[10, 5] == ("unmatched", "evicted", None)
 
 
 def _watched(f, tmp_path):
