@@ -185,6 +185,7 @@ def test_a_loss_revealed_after_the_stack_holds_the_sample_back(tmp_path):
     f.sample(11, 495 * MS, cookie=1, user_mode=True)
     f.deferred(12, 505 * MS, 1, U1)
     f.deferred(11, 510 * MS, 1, U1)
+    f.raw(C.PERF_RECORD_LOST_SAMPLES, struct.pack("<Q", 5) + f.trailer(0, 0))   # perf's count: 5
     samples, rep = run(f, tmp_path)
     got = {(s.tid, s.time // MS): outcome(s) for s in samples}
     assert got[10, 100] == ("unmatched", LOST_NO_COOKIE, None)       # not U2: never a guess
@@ -238,6 +239,29 @@ def test_a_stitch_waits_for_every_buffer_to_show_its_losses(tmp_path):
     got = {(s.tid, s.time // MS): outcome(s) for s in samples}
     assert rep.conserved() and rep.unmatched["evicted"] == 1
     assert got[10, 5] == ("unmatched", "evicted", None) and got[10, 20][0] == STITCHED
+
+
+def test_a_silent_buffer_with_no_loss_to_come_holds_nothing_back(tmp_path):
+    """The LOST records are read ahead: CPU 1 stays silent after its first record, but no LOST
+    of it is to come and perf's final counts match the LOST records, so each of T10's stitches
+    on CPU 0 is decided when its stack comes (one sample pending at a time), not at the end."""
+    f = _two_buffers()
+    f.lost(1 * MS, n=2, id_=100)                 # CPU 0: an early loss, before everything
+    f.sample(10, 2 * MS, user_mode=True)
+    f.sample(11, int(1.5 * MS), cookie=1, user_mode=True)   # CPU 1 (back in time: its piece)
+    f.deferred(11, int(1.6 * MS), 1, U3)
+    f.round()
+    for n in range(20):                          # CPU 0 only, one run a round: no pins
+        t = (10 + 10 * n) * MS
+        f.sample(10, t, cookie=1)
+        f.deferred(10, t + MS, 1, U1)
+        f.sample(10, t + 2 * MS, user_mode=True)
+        f.round()
+    f.raw(C.PERF_RECORD_LOST_SAMPLES, struct.pack("<Q", 2) + f.trailer(0, 0))
+    samples, rep = run(f, tmp_path)
+    assert [outcome(s) for s in samples if s.tid == 10 and s.cookie is not None] == \
+        [(STITCHED, None, tuple(U1))] * 20
+    assert rep.max_pending == 1
 
 
 def _watched(f, tmp_path):

@@ -76,8 +76,9 @@ class LossWatch:
     at most) and keeps each buffer's loss intervals and horizon; ``verdict()`` answers for a
     stitch. ``hazards``: (hi, lo) of every loss, sorted."""
 
-    def __init__(self, perf):
+    def __init__(self, perf, ahead=None):
         self.perf = perf
+        self.ahead = ahead         # the file's LOST records read ahead (read_ahead()), or None
         self.hazards = []
         self.horizon = {}          # buffer -> time of its latest record pinned to it
         self.buffers = None        # every buffer that may hold records (None: from the CPUs seen)
@@ -141,11 +142,23 @@ class LossWatch:
                 chunk.clear()
 
     def _unrevealed(self):
-        """At the end: perf record reads each event's count of lost records (PERF_FORMAT_LOST)
-        and writes it as LOST_SAMPLES (record__read_lost_samples(): per event and CPU, in that
-        order, only counts above 0). More than a buffer's LOST records said means a loss that no
-        record of that buffer followed: from its last record on. Where the counts cannot be
-        told apart by buffer, the totals decide, from the earliest buffer's last record."""
+        """At the end: a loss no LOST record revealed (see _excess()) holds back what came after
+        its buffer's last record."""
+        for b in self._excess():
+            if b is None:
+                last = [self.horizon.get(x) for x in (self.buffers or self.horizon)]
+                lo = -1 if not last or None in last else min(last) - SLACK
+            else:
+                lo = self.horizon[b] - SLACK if b in self.horizon else -1
+            insort(self.hazards, (float("inf"), lo))
+            self.advanced += 1
+
+    def _excess(self):
+        """The buffers that lost more than their LOST records said (None: one not known).
+        perf record reads each event's count of lost records at the end (PERF_FORMAT_LOST) and
+        writes it as LOST_SAMPLES (record__read_lost_samples(): per event and CPU, in that
+        order, counts above 0 only). Where the counts cannot be told apart by buffer, the
+        totals decide."""
         ids = [i for e in self.perf.evlist.entries for i in e.ids]
         counts = self.lost_samples
         if any(i is None for i, _n in counts) and len(counts) == len(ids):
@@ -155,17 +168,16 @@ class LossWatch:
             b = self._buffer_of_sample_id(i)
             by_buf[b] = by_buf.get(b, 0) + n
         if None in by_buf or None in self.lost_records:
-            excess = [None] if sum(by_buf.values()) > sum(self.lost_records.values()) else []
-        else:
-            excess = [b for b, n in by_buf.items() if n > self.lost_records.get(b, 0)]
-        for b in excess:
-            if b is None:
-                last = [self.horizon.get(x) for x in (self.buffers or self.horizon)]
-                lo = -1 if not last or None in last else min(last) - SLACK
-            else:
-                lo = self.horizon[b] - SLACK if b in self.horizon else -1
-            insort(self.hazards, (float("inf"), lo))
-            self.advanced += 1
+            return [None] if sum(by_buf.values()) > sum(self.lost_records.values()) else []
+        return [b for b, n in by_buf.items() if n > self.lost_records.get(b, 0)]
+
+    def _lost_buffer(self, rec):
+        """The buffer a LOST record speaks for: its CPU, else its id's (None: not known)."""
+        if self.by_cpu:
+            ent = self.perf.evlist.for_trailer(rec.data)
+            return (_parsed(ent.layout.parse_trailer, rec) or {}).get("cpu") if ent else None
+        lost = _parsed(R.parse_lost, rec, self.perf.endian)
+        return self.buffer_of_id.get(lost.id) if lost else None
 
     def _buffer_of_sample_id(self, i):
         if self.by_cpu:
@@ -201,7 +213,7 @@ class LossWatch:
                 ent = ev.for_trailer(rec.data)
                 cpu = (_parsed(ent.layout.parse_trailer, rec) or {}).get("cpu") if ent else None
             if rec.type == C.PERF_RECORD_LOST:     # no CPU: a buffer unknown, since the start
-                self._loss(cpu, t, _lost_count(rec, self.perf.endian))
+                self._loss(self._lost_buffer(rec), t, _lost_count(rec, self.perf.endian))
             if cpu is not None:
                 self._seen(cpu, t)
 
@@ -279,6 +291,8 @@ class LossWatch:
 
     def _loss(self, buf, t, n):
         self.lost_records[buf] = self.lost_records.get(buf, 0) + n
+        if self.ahead is not None:
+            self.ahead.reached(buf)
         lo = self.horizon.get(buf) if buf is not None else None
         insort(self.hazards, (t, -1 if lo is None else lo - SLACK))
         self.advanced += 1
@@ -317,7 +331,78 @@ class LossWatch:
         hit = self.loss_between(since, stack)
         if hit is not None:
             return STACK_MAY_BE_LOST if self.loss_between(taken, stack) else EARLIER_STACK_MAY_BE_LOST
-        seen = self.seen_to()
-        if seen is not None and seen > stack + SLACK:
+        if self.ended:
             return True
+        if self.ahead is None:
+            seen = self.seen_to()
+            return True if seen is not None and seen > stack + SLACK else None
+        # with the LOST records known ahead, only a buffer with one still to come (or a loss
+        # none revealed) can hold a loss that meets [since, stack]: from its horizon on
+        for buf in self.ahead.pending_since(since):
+            if self._horizon_of(buf) <= stack + SLACK:
+                return None
+        return True
+
+    def _horizon_of(self, buf):
+        if buf is not None:
+            return self.horizon.get(buf, -1)
+        known = self.buffers or self.horizon
+        if not known or any(b not in self.horizon for b in known):
+            return -1
+        return min(self.horizon[b] for b in known)
+
+
+class Ahead:
+    """A file's LOST records in file order, per buffer, and the buffers that lost more than
+    those say (_excess()): read before the stream, so that a buffer with no loss to come
+    holds nothing back, however long it stays silent."""
+
+    def __init__(self, times, excess):
+        self.times = times                 # buffer -> times of its LOST records, file order
+        self.excess = excess
+        self.next = {b: 0 for b in times}  # buffer -> its LOST records the stream has reached
+        self.tail_max = {b: [max(ts[i:]) for i in range(len(ts))] for b, ts in times.items()}
+        self.losses = bool(times) or bool(excess)
+
+    def reached(self, buf):
+        if buf in self.next:
+            self.next[buf] += 1
+
+    def pending_since(self, since):
+        """The buffers with a LOST still to come stamped at or after ``since``, or a loss none
+        revealed."""
+        out = [b for b, n in self.next.items() if n < len(self.times[b]) and self.tail_max[b][n] >= since]
+        return out + [b for b in self.excess if b not in out]
+
+
+def read_ahead(perf_path):
+    """The LOST and LOST_SAMPLES records of the perf.data at ``perf_path``, read on a separate
+    handle (header-size reads: what a loss-free file costs): an Ahead, or None when the file
+    cannot be read to its end (the stream will say where; the watch then waits for each
+    buffer's records instead)."""
+    from .reader import PerfData
+    try:
+        with PerfData.open(perf_path) as perf:
+            watch = LossWatch(perf)
+            lost, counts = [], []
+            for rec in perf.records():
+                if rec.type == C.PERF_RECORD_LOST:
+                    lost.append(rec)
+                elif rec.type == C.PERF_RECORD_LOST_SAMPLES and not rec.misc & _LOST_SAMPLES_BPF:
+                    counts.append(rec)
+            if not lost and not counts:
+                return Ahead({}, [])
+            watch._configure()
+            times = {}
+            for rec in lost:
+                b = watch._lost_buffer(rec)
+                t = perf.evlist.time_of(rec)
+                times.setdefault(b, []).append(-1 if t is None else t)
+                watch.lost_records[b] = watch.lost_records.get(b, 0) + _lost_count(rec, perf.endian)
+            for rec in counts:
+                ls = _parsed(R.parse_lost_samples, rec, perf.endian)
+                watch.lost_samples.append((watch._id_of(rec), ls.lost if ls else 1 << 64))
+            excess = watch._excess() if counts else [None]   # no final counts: not known
+            return Ahead(times, excess)
+    except (FormatError, ValueError, struct.error, OSError):
         return None

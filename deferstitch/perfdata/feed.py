@@ -16,7 +16,7 @@ from ..abi.sample import split_chain
 from ..errors import FormatError
 from ..model import NO_COOKIE, NO_TASK, DeferredStack, Sample
 from ..stitcher import DEFAULT_MAX_PENDING, Stitcher
-from .buffers import LossWatch
+from .buffers import LossWatch, read_ahead
 from .reader import PerfData
 from .sorter import OrderStats, ordered
 
@@ -24,7 +24,6 @@ _USER = C.PERF_CONTEXT_USER
 _DEFERRED = C.PERF_CONTEXT_USER_DEFERRED
 _MAX = C.PERF_CONTEXT_MAX
 _CPUMODE, _MODE_USER = C.PERF_RECORD_MISC_CPUMODE_MASK, C.PERF_RECORD_MISC_USER
-_LOSS = (C.PERF_RECORD_LOST, C.PERF_RECORD_LOST_SAMPLES)
 
 
 class SampleRef:
@@ -120,20 +119,18 @@ def probe_entries(perf, limit=10_000):
         return None
 
 
-def needs_proof(perf):
-    """Whether a stitch by task order must wait for the file's proof that nothing was lost
-    (perfdata/buffers.py): not for a cookie file, nor for a file without any LOST or
-    LOST_SAMPLES record (read ahead on a separate handle: without cookies only, whose Python
-    path this second read costs little beside), whose stitches are all proven as they come."""
+def loss_watch(perf):
+    """The LossWatch a stitch by task order needs (perfdata/buffers.py), or None: not for a
+    cookie file, nor for a file without any LOST or LOST_SAMPLES record (read ahead on a
+    separate handle, without cookies only), whose stitches are all proven as they come."""
     if perf.path == "<stdin>":
-        return True
+        return LossWatch(perf)
     if probe_layout(perf.path) == R.DEFERRED_COOKIE:
-        return False
-    try:
-        with PerfData.open(perf.path) as ahead:
-            return any(rec.type in _LOSS for rec in ahead.records())
-    except (FormatError, ValueError, struct.error, OSError):
-        return True
+        return None
+    ahead = read_ahead(perf.path)
+    if ahead is not None and not ahead.losses:
+        return None
+    return LossWatch(perf, ahead)
 
 
 def damage(perf, rec, err):
@@ -210,8 +207,8 @@ class PerfFeed:
         counts = self.record_counts
         observe = self.observe
         records = perf.records()
-        if needs_proof(perf):
-            self.watch = LossWatch(perf)
+        self.watch = loss_watch(perf)
+        if self.watch is not None:
             records = self.watch.records(records)
         watch = self.watch
         advanced = 0
