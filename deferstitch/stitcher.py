@@ -50,17 +50,17 @@ one task's events can prove which stack is a sample's, and the stitcher never gu
     All of that holds only if none of T's records between its last sight in user space (u, or
     its FORK; the sample itself for a sample taken in user mode) and the
     stack was lost. A LOST record comes late, stamped when its buffer took a record again (up to
-    155 ms after the sample, in the captures), so with a ``proof`` (perfdata/buffers.py: each
-    buffer's loss intervals and how far its records have been seen) every stitch waits until
-    each buffer has shown a record after the stack and no loss interval meets [since, stack]:
+    280 ms after the loss began, in the captures), so with a ``proof`` (perfdata/buffers.py:
+    each buffer's loss intervals, the LOST records still to come, how far its records have been
+    seen) every stitch waits until no loss still to be revealed can meet [since, stack]:
 
-        since (u)     s            stack            every buffer's next record
-        |─────────────┼────────────┤ · · · · · · · ·|  stitched when no loss interval meets
-                                                       [since, stack], else unmatched:
+        since (u)     s            stack            the next record of each buffer that may
+        |─────────────┼────────────┤ · · · · · · · ·|  still reveal a loss: stitched when no loss
+                                                       interval meets [since, stack], else unmatched:
         "lost-records-no-cookie" (report: held back, by which part the loss met). Without a proof
-    (a feeder that sees events in time order only), what is pending at a LOST record, and what
-    comes before its task is seen in user space again, is "lost-records-no-cookie" (a loss
-    revealed only after the stack can then get through).
+    (the feeder's choice for a file with no loss at all), what is pending at a LOST record, and
+    what comes before its task is seen in user space again, is "lost-records-no-cookie" (a loss
+    revealed only after the stack would get through that way).
 
     What the kernels' code proves, and why these rules go no further (2026-12, issue 11):
     - Stacks per event or per task. Before the cookie patch (v5-v13 of "perf: Support deferred

@@ -21,19 +21,27 @@ CPU), and writes each buffer's new data as one piece, then FINISHED_ROUND:
 
 Which buffer a record came from: its CPU where the records carry one (PERF_SAMPLE_CPU: -a);
 its id where they carry one (PERF_SAMPLE_ID or IDENTIFIER: several events), and always that of
-a LOST record (one id per CPU: ID_INDEX, else the order of each attr's ids). Otherwise the pieces tell, where the times do: a
-piece is in time order but for records written from task context (deferred stacks, COMM, EXIT,
-...), whose time may be taken before an interrupt whose sample then comes first (seen up to 0.44
-ms in the captures, under qemu TCG: SLACK covers it). A sample of an interrupt-context event
-(hardware events, cpu-clock, task-clock) is written in the interrupt that stamped it, so an
-earlier record of the round with a later time is in an earlier piece. A record whose buffer the
-round does not pin down moves no horizon (its round may hold both pieces).
+a LOST record (one id per CPU: ID_INDEX, else the order of each attr's ids). Otherwise the
+pieces tell, where the times do: a piece is in time order but for records written from task
+context (deferred stacks, COMM, EXIT, ...), whose time may be taken before an interrupt whose
+sample then comes first (seen up to 0.44 ms in the captures, under qemu TCG: SLACK covers it).
+A sample of an interrupt-context event (hardware events, cpu-clock, task-clock) is written in
+the interrupt that stamped it, so an earlier record of the round with a later time is in an
+earlier piece. A record whose buffer the round does not pin down moves no horizon.
 
 A stitch over [a, b] (stitcher.py: from the time its task was last seen in user space, or the
 sample's own, to its stack) is proven when no loss interval [lo - SLACK, hi] meets [a, b] and
-every buffer that may have records has shown one after b + SLACK. At the end of the file every
-horizon is passed: a loss that no record of its buffer ever followed gets no LOST record, and
-the file cannot show it.
+no loss still to be revealed can:
+
+    - a file read ahead (read_ahead(): every LOST record, and perf's final lost counts, the
+      LOST_SAMPLES it writes per event and CPU) names the buffers with a LOST still to come
+      after a, and those that lost more than their LOST records say (a loss no record
+      followed): only those must have shown a record after b + SLACK (their loss then lies
+      after it);
+    - standard input, or a file not read to its end: every buffer must have.
+
+At the end of the file every horizon is passed; a loss that no record of its buffer followed
+gets no LOST record and, without perf's final counts, the file cannot show it.
 """
 import struct
 from bisect import bisect_left, insort
@@ -45,8 +53,8 @@ from ..errors import FormatError
 SLACK = 2_000_000           # ns: a task-context record's time may precede its write by this much
 MAX_CHUNK = 50_000          # records of one round examined at once (memory), ranges carried over
 _IRQ_SOFTWARE = (0, 1)      # PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_TASK_CLOCK: hrtimer interrupts
-_IRQ_TYPES = (0, 3, 4)
-_LOST_SAMPLES_BPF = 1 << 15 # PERF_RECORD_MISC_LOST_SAMPLES_BPF: dropped by a BPF filter, not lost      # PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW: PMU interrupts
+_IRQ_TYPES = (0, 3, 4)      # PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW: PMU interrupts
+_LOST_SAMPLES_BPF = 1 << 15 # PERF_RECORD_MISC_LOST_SAMPLES_BPF: dropped by a BPF filter, not lost
 
 STACK_MAY_BE_LOST = "stack-may-be-lost"           # a loss between the sample and its stack
 EARLIER_STACK_MAY_BE_LOST = "earlier-stack-may-be-lost"   # ... between its task's last sight in
