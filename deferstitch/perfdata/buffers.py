@@ -369,7 +369,7 @@ class Ahead:
         self.times = times                 # buffer -> times of its LOST records, file order
         self.excess = excess
         self.next = {b: 0 for b in times}  # buffer -> its LOST records the stream has reached
-        self.tail_max = {b: [max(ts[i:]) for i in range(len(ts))] for b, ts in times.items()}
+        self.tail_max = {b: _tail_max(ts) for b, ts in times.items()}
         self.losses = bool(times) or bool(excess)
 
     def reached(self, buf):
@@ -381,6 +381,15 @@ class Ahead:
         revealed."""
         out = [b for b, n in self.next.items() if n < len(self.times[b]) and self.tail_max[b][n] >= since]
         return out + [b for b in self.excess if b not in out]
+
+
+def _tail_max(values):
+    """[max(values[i:]) for each i], in one pass."""
+    out, top = [], float("-inf")
+    for v in reversed(values):
+        top = max(top, v)
+        out.append(top)
+    return out[::-1]
 
 
 def read_ahead(perf_path):
