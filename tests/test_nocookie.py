@@ -411,6 +411,7 @@ FLOORS = {
     ("lost_syswide", "strip"): 26, ("lost_syswide", "series"): 28,
     ("p_task_m1_many", "strip"): 18, ("p_task_m1_many", "series"): 25,
     ("p_task_m2_many", "strip"): 10, ("p_task_m2_many", "series"): 12,
+    ("p_task_m2_long", "strip"): 1, ("p_task_m2_long", "series"): 3,
 }
 REWRITES = {"strip": strip_cookies, "series": precookie_task_events}
 
