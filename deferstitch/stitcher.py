@@ -48,8 +48,8 @@ one task's events can prove which stack is a sample's, and the stitcher never gu
                                  stack(B), and the samples of B's entry come last.
 
     All of that holds only if none of T's records between its last sight in user space (u, or
-    its FORK; the sample itself for a sample taken in user mode) and the
-    stack was lost. A LOST record comes late, stamped when its buffer took a record again (up to
+    its FORK; the sample itself for a sample taken in user mode) and the stack was lost.
+    A LOST record comes late, stamped when its buffer took a record again (up to
     280 ms after the loss began, in the captures), so with a ``proof`` (perfdata/buffers.py:
     each buffer's loss intervals, the LOST records still to come, how far its records have been
     seen) every stitch waits until no loss still to be revealed can meet [since, stack]:
