@@ -41,7 +41,7 @@ class Sample:
 
     __slots__ = ("tid", "pid", "cpu", "time", "kernel", "cookie", "ref", "comm",
                  "outcome", "reason", "user", "after_stack", "lost_seq", "user_mode",
-                 "doubt")
+                 "doubt", "since")
 
     def __init__(self, tid, pid, cpu, time, kernel, cookie, ref=None, comm=None, user_mode=False):
         self.tid, self.pid, self.cpu, self.time = tid, pid, cpu, time
@@ -51,6 +51,7 @@ class Sample:
         self.lost_seq = 0
         self.user_mode = user_mode
         self.doubt = None       # task order: the stack its task wrote last, if that may be its own
+        self.since = None       # task order: since when its task's records must all be there
 
     def __repr__(self):
         return "Sample(tid=%s, time=%s, cookie=%s, %s%s)" % (

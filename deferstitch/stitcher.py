@@ -47,11 +47,20 @@ one task's events can prove which stack is a sample's, and the stitcher never gu
                                  set until the return). So a sample after stack(A) asked for
                                  stack(B), and the samples of B's entry come last.
 
-    LOST records may have taken any task's stack: what is pending then, and what comes before its
-    task is seen in user space again, is "lost-records-no-cookie". (A LOST record is written when
-    its ring buffer takes a record again, with that time: a stack lost on one CPU's buffer while
-    the task went on to write its next stack on another can reach us before the LOST does. No
-    field of the captures' samples names their buffer, so task order cannot rule that out.)
+    All of that holds only if none of T's records between its last sight in user space (u, or
+    its FORK; the sample itself for a sample taken in user mode) and the stack was lost.
+    A LOST record comes late, stamped when its buffer took a record again (up to
+    280 ms after the loss began, in the captures), so with a ``proof`` (perfdata/buffers.py:
+    each buffer's loss intervals, the LOST records still to come, how far its records have been
+    seen) every stitch waits until no loss still to be revealed can meet [since, stack]:
+
+        since (u)     s            stack            the next record of each buffer that may
+        |─────────────┼────────────┤ · · · · · · · ·|  still reveal a loss: stitched when no loss
+                                                       interval meets [since, stack], else unmatched:
+        "lost-records-no-cookie" (report: held back, by which part the loss met). Without a proof
+    (the feeder's choice for a file with no loss at all), what is pending at a LOST record, and
+    what comes before its task is seen in user space again, is "lost-records-no-cookie" (a loss
+    revealed only after the stack would get through that way).
 
     What the kernels' code proves, and why these rules go no further (2026-12, issue 11):
     - Stacks per event or per task. Before the cookie patch (v5-v13 of "perf: Support deferred
@@ -111,13 +120,19 @@ class Stitcher:
         self.stale = {}            # tid -> frames of the stack it wrote, not seen in user space since
         self.user_seq = {}         # tid -> lost_seq when it was last seen in user space (or forked)
         self.latest = {}           # tid -> its latest deferred sample (whatever became of it)
+        self.user_time = {}        # tid -> when it was last seen in user space (or born)
+        self.proof = None          # what the file proves about losses: use_task_order()
+        self.parked = deque()      # (sample, stack) stitched once the proof is there, stack order
+        self.held_back = {}        # reason -> samples unmatched for want of proof
 
-    def use_task_order(self, requeued=False):
+    def use_task_order(self, requeued=False, proof=None):
         """Match by task order, for stacks that carry no cookie (see above). The feeder calls it
         before its first deferred sample. ``requeued``: the stacks are the pre-cookie series'
         task events' own, whose work is queued again when sampled after it ran (see above): the
-        next stack of a task is then its samples' whatever came before, so none is in doubt."""
+        next stack of a task is then its samples' whatever came before, so none is in doubt.
+        ``proof``: a perfdata.buffers.LossWatch (or anything with its ``verdict``/``advanced``)."""
         self.task_order = True
+        self.proof = proof
         self.requeued = requeued
         self.report.deferred_layout = "no-cookie"
 
@@ -201,15 +216,18 @@ class Stitcher:
         if s.user_mode:             # T left its last kernel entry: what follows is a new one
             self.stale.pop(tid, None)
             self.user_seq[tid] = self.lost_seq
+            self.user_time[tid] = s.time
         if s.cookie is None:
             s.outcome = PASSED
             self._emit(s)
         elif s.user_mode:
+            s.since = s.time
             self._wait(s)
-        elif self.user_seq.get(tid, 0) < self.lost_seq:
+        elif self.proof is None and self.user_seq.get(tid, 0) < self.lost_seq:
             self._unmatched(s, LOST_NO_COOKIE)
         else:
             s.doubt = None if self.requeued else self.stale.get(tid)
+            s.since = self.user_time.get(tid, -1)   # requeued too: a rewrite cannot requeue a lost stack
             self._wait(s)
 
     def _deferred_in_order(self, d):
@@ -223,14 +241,49 @@ class Stitcher:
         last = self.latest.get(d.tid)
         for s in q:
             if s.doubt is None or s.doubt == d.frames or s is last:
-                self._stitch(s, st)
+                if self.proof is None:
+                    self._stitch(s, st)
+                else:
+                    self._prove(s, st)
             else:
                 self._unmatched(s, AMBIGUOUS_NO_COOKIE)
+
+    def _prove(self, s, st):
+        """Stitch s to st if the proof allows it, hold it back if it cannot, else park it."""
+        v = self.proof.verdict(s.since, s.time, st.time)
+        if v is None:
+            self.parked.append((s, st))
+            self.npending += 1
+        elif v is True:
+            self._stitch(s, st)
+        else:
+            self.held_back[v] = self.held_back.get(v, 0) + 1
+            self._unmatched(s, LOST_NO_COOKIE)
+
+    def proof_advanced(self):
+        """The proof knows more: decide the parked samples it now can (oldest stack first)."""
+        parked = self.parked
+        while parked:
+            s, st = parked[0]
+            if s.outcome is None:
+                v = self.proof.verdict(s.since, s.time, st.time)
+                if v is None:
+                    return
+                self.npending -= 1
+                parked.popleft()
+                if v is True:
+                    self._stitch(s, st)
+                else:
+                    self.held_back[v] = self.held_back.get(v, 0) + 1
+                    self._unmatched(s, LOST_NO_COOKIE)
+            else:
+                parked.popleft()
 
     def _forget(self, tid):
         self.stale.pop(tid, None)
         self.latest.pop(tid, None)
         self.user_seq.pop(tid, None)
+        self.user_time.pop(tid, None)
 
     # -- tasks and losses -------------------------------------------------------------------
     def exit(self, tid, time=None):
@@ -240,11 +293,12 @@ class Stitcher:
         else:
             self.exited.append((time, tid))
 
-    def reuse(self, tid):
-        """A new task takes this tid (FORK): what the old one left pending is given up."""
+    def reuse(self, tid, time=None):
+        """A new task takes this tid (FORK, at ``time``): what the old one left pending is given up."""
         if self.task_order:         # a task born now owes no stack from before
             self.stale.pop(tid, None)
             self.user_seq[tid] = self.lost_seq
+            self.user_time[tid] = -1 if time is None else time
         for i, (_t, old) in enumerate(self.exited):
             if old == tid:
                 del self.exited[i]
@@ -277,7 +331,7 @@ class Stitcher:
         self.lost_seq += 1
         self.report.lost_records += records
         self.report.lost_events = min(self.report.lost_events + events, U64_MAX)
-        if self.task_order and self.pending:    # the next stack of a task may not be theirs
+        if self.task_order and self.proof is None and self.pending:   # the next stack may not be theirs
             for q in self.pending.values():
                 for s in q:
                     self._unmatched(s, LOST_NO_COOKIE)
@@ -285,6 +339,13 @@ class Stitcher:
             self.npending = 0
 
     def finish(self):
+        if self.parked:
+            self.proof_advanced()
+            for s, _st in self.parked:      # the input stopped before the proof (damage)
+                if s.outcome is None:
+                    self.npending -= 1
+                    self._unmatched(s, STREAM_ENDED)
+            self.parked.clear()
         while self.exited:
             self._exited(self.exited.popleft()[1])
         for tid, q in self.pending.items():
@@ -313,10 +374,12 @@ class Stitcher:
         if not order:
             return False
         s = order.popleft()
-        q = self.pending[s.tid]
-        q.popleft()                 # per-task queues are oldest first too
-        if not q:
-            del self.pending[s.tid]
+        q = self.pending.get(s.tid)
+        if q and q[0] is s:
+            q.popleft()             # per-task queues are oldest first too
+            if not q:
+                del self.pending[s.tid]
+        # else: parked (its stack came, the proof not yet): skipped there once resolved
         self.npending -= 1
         self._unmatched(s, EVICTED)
         return True

@@ -68,12 +68,14 @@ class Synth:
         return out
 
     def sample(self, tid, time, kernel=K, cookie=None, user=None, attr_index=0, cpu=0, pid=None,
-               ip=None, read=(), branches=None, hw_idx=None, user_mode=False):
+               ip=None, read=(), branches=None, hw_idx=None, user_mode=False, sample_id=None):
         """``read``: the u64 words of PERF_SAMPLE_READ as the attr's read_format lays them out;
         ``branches``: [(from, to, flags)] of PERF_SAMPLE_BRANCH_STACK (``hw_idx`` when the attr
         has PERF_SAMPLE_BRANCH_HW_INDEX); ``user_mode``: taken in user space (header.misc
-        PERF_RECORD_MISC_USER, no kernel part)."""
+        PERF_RECORD_MISC_USER, no kernel part); ``sample_id``: its ID/IDENTIFIER (default: the
+        attr's first id; inherited events have one per CPU)."""
         lay = self.evlist.entries[attr_index].layout
+        sid = 100 + attr_index if sample_id is None else sample_id
         chain = [] if user_mode else list(kernel)
         if cookie is not None:
             chain += [C.PERF_CONTEXT_USER_DEFERRED] + ([] if self.no_cookie else [cookie])
@@ -81,12 +83,12 @@ class Synth:
             chain += [C.PERF_CONTEXT_USER] + list(user)
         st = lay.sample_type
         body = b""
-        for bit, pack in ((C.PERF_SAMPLE_IDENTIFIER, lambda: struct.pack(self.e + "Q", 100 + attr_index)),
+        for bit, pack in ((C.PERF_SAMPLE_IDENTIFIER, lambda: struct.pack(self.e + "Q", sid)),
                           (C.PERF_SAMPLE_IP, lambda: struct.pack(self.e + "Q", ip if ip is not None else
                                                                  chain[1] if len(chain) > 1 else 0)),
                           (C.PERF_SAMPLE_TID, lambda: struct.pack(self.e + "ii", pid or tid, tid)),
                           (C.PERF_SAMPLE_TIME, lambda: struct.pack(self.e + "Q", time)),
-                          (C.PERF_SAMPLE_ID, lambda: struct.pack(self.e + "Q", 100 + attr_index)),
+                          (C.PERF_SAMPLE_ID, lambda: struct.pack(self.e + "Q", sid)),
                           (C.PERF_SAMPLE_CPU, lambda: struct.pack(self.e + "II", cpu, 0)),
                           (C.PERF_SAMPLE_PERIOD, lambda: struct.pack(self.e + "Q", 250000)),
                           (C.PERF_SAMPLE_READ, lambda: struct.pack(self.e + "%dQ" % len(read), *read)),
@@ -120,8 +122,9 @@ class Synth:
         self._rec(C.PERF_RECORD_EXIT, struct.pack(self.e + "iiiiQ", tid, tid, tid, tid, time)
                   + self.trailer(tid, time))
 
-    def lost(self, time, n=5):
-        self._rec(C.PERF_RECORD_LOST, struct.pack(self.e + "QQ", 100, n) + self.trailer(-1, time))
+    def lost(self, time, n=5, id_=100):
+        """LOST of ``n`` records in the buffer of the event with id ``id_`` (one id per CPU)."""
+        self._rec(C.PERF_RECORD_LOST, struct.pack(self.e + "QQ", id_, n) + self.trailer(-1, time))
 
     def round(self):
         self._rec(C.PERF_RECORD_FINISHED_ROUND, b"")

@@ -5,8 +5,10 @@ into that layout (tests/nocookie.py), with the cookie answer on the original as 
 random streams through the core, drawn from a model of the kernel with cookies as the truth.
 """
 import json
+import lzma
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -14,18 +16,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from collect import stitch
-from conftest import ROOT, SCENARIOS, capture, need_sid_perf
+from collect import ours_by_tid, stitch
+from conftest import DATA, ROOT, SCENARIOS, capture, need_sid_perf
+from deferstitch.abi import consts as C
 from deferstitch.errors import FormatError
 from deferstitch.model import (AMBIGUOUS_NO_COOKIE, LOST_NO_COOKIE, NO_COOKIE, STITCHED,
-                               TASK_EXITED, DeferredStack, Sample)
+                               STREAM_ENDED, TASK_EXITED, DeferredStack, Sample)
 from deferstitch.perfdata import engine
 from deferstitch.perfdata.feed import probe_layout
+from deferstitch.perfdata.buffers import SLACK, LossWatch
 from deferstitch.perfdata.reader import PerfData
 from deferstitch.stitcher import Stitcher
 from nocookie import precookie_task_events, strip_cookies
-from synth import Synth, make_attr
+from oracle import cookie_rule, parse_script_fields
+from synth import BASIC, Synth, make_attr
 
+BASIC_ID = BASIC | C.PERF_SAMPLE_IDENTIFIER
 U1, U2, U3 = [0x401000, 0x401100], [0x402000], [0x403000, 0x403100, 0x403200]
 
 
@@ -129,9 +135,200 @@ def test_lost_records_give_up_what_is_pending_and_what_follows_until_user_space(
     f.deferred(12, 170, 1, U3)
     samples, rep = run(f, tmp_path)
     assert [outcome(s) for s in samples] == [
-        ("unmatched", LOST_NO_COOKIE, None), ("unmatched", LOST_NO_COOKIE, None),
-        ("unmatched", LOST_NO_COOKIE, None), ("unmatched", LOST_NO_COOKIE, None),
+        ("unmatched", LOST_NO_COOKIE, None), ("unmatched", STREAM_ENDED, None),   # T11: no stack
+        ("unmatched", AMBIGUOUS_NO_COOKIE, None),   # U1 (after its stack) or U2: in doubt first
+        ("unmatched", LOST_NO_COOKIE, None),
         (STITCHED, None, tuple(U2)), (STITCHED, None, tuple(U2))]
+    assert rep.extra["no_cookie_held_back"] == {"stack-may-be-lost": 1, "earlier-stack-may-be-lost": 1}
+
+
+def _two_buffers():
+    """A per-task file as perf record writes one on 2 CPUs: one inherited event, an id per CPU
+    (ids 100 and 101: the CPU map's order), samples without CPU or ID."""
+    f = Synth(no_cookie=True)
+    ent = f.evlist.entries[0]
+    ent.ids = [100, 101]
+    f.evlist.by_id[101] = ent
+    return f
+
+
+MS = 1_000_000
+
+
+def test_a_loss_revealed_after_the_stack_holds_the_sample_back(tmp_path):
+    """The case the cookie was made for: T10's stack is dropped by CPU 0's full buffer, T10
+    goes on on CPU 1 and writes its next entry's stack there; CPU 0's LOST comes only when that
+    buffer takes a record again, rounds later (the time order puts it after the stack). Task
+    order would give the sample the next entry's stack; the buffer's loss interval (from its
+    last record to the LOST) covers the sample, so it is held back; what the file proves
+    clean is stitched."""
+    f = _two_buffers()
+    f.sample(10, 100 * MS, cookie=1)             # round 1, CPU 0: its stack is dropped later
+    f.sample(11, 90 * MS, cookie=1)              # ... CPU 1 (time goes back: a new piece)
+    f.round()
+    f.sample(10, 140 * MS, cookie=1, user_mode=True)      # round 2, CPU 1 only
+    f.sample(10, 160 * MS, cookie=1)
+    f.deferred(10, 170 * MS, 1, U2)              # the next entry's stack
+    f.round()
+    for t in (200, 250):                         # CPU 0 silent
+        f.sample(11, t * MS, cookie=1)
+        f.round()
+    f.lost(300 * MS, id_=100)                    # CPU 0 takes a record again: the loss shows
+    f.sample(12, 300 * MS, cookie=1)
+    f.sample(11, 290 * MS, cookie=1)             # CPU 1
+    f.sample(11, 350 * MS, cookie=1, user_mode=True)
+    f.round()
+    f.sample(11, 400 * MS, cookie=1)             # CPU 1, after T11 was seen in user space
+    f.deferred(11, 410 * MS, 1, U3)
+    f.round()
+    f.sample(12, 500 * MS, cookie=1)             # CPU 0: both buffers seen past 410 ms
+    f.sample(11, 495 * MS, cookie=1, user_mode=True)
+    f.deferred(12, 505 * MS, 1, U1)
+    f.deferred(11, 510 * MS, 1, U1)
+    f.raw(C.PERF_RECORD_LOST_SAMPLES, struct.pack("<Q", 5) + f.trailer(0, 0))   # perf's count: 5
+    samples, rep = run(f, tmp_path)
+    got = {(s.tid, s.time // MS): outcome(s) for s in samples}
+    assert got[10, 100] == ("unmatched", LOST_NO_COOKIE, None)       # not U2: never a guess
+    assert got[10, 140] == got[10, 160] == ("unmatched", LOST_NO_COOKIE, None)
+    assert got[11, 350] == got[11, 400] == (STITCHED, None, tuple(U3))
+    assert got[11, 495] == (STITCHED, None, tuple(U1))
+    held = rep.extra["no_cookie_held_back"]
+    assert sum(held.values()) == rep.unmatched[LOST_NO_COOKIE] and held["stack-may-be-lost"] >= 3
+    path = f.save(str(tmp_path / "r.data"))
+    r = subprocess.run([sys.executable, "-m", "deferstitch", "report", path], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "held back for want of proof that no record was lost: %d (%s)" % (
+        sum(held.values()), ", ".join("%s %d" % kv for kv in sorted(held.items()))) in r.stdout
+    r = subprocess.run([sys.executable, "-m", "deferstitch", "report", "--json", path], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert json.loads(r.stdout)["perf"]["no_cookie_held_back"] == held
+
+
+def test_a_stitch_waits_for_every_buffer_to_show_its_losses(tmp_path):
+    """The stack is there, but CPU 0 has shown nothing since before it: the stitch waits (it
+    is still undecided when the stack is delivered) until CPU 0 either shows a record with no
+    LOST before it (stitched) or its LOST (held back). (A file with no LOST record at all is
+    stitched as it comes: the early loss on CPU 1 makes this one wait for proof.)"""
+    outs = {}
+    for lost in (False, True):
+        f = _two_buffers()
+        f.sample(20, 10 * MS)                    # CPU 0 (not deferred: passed)
+        f.lost(1 * MS, id_=101)                  # CPU 1: a loss before anything of T10
+        f.sample(10, 5 * MS, cookie=1, user_mode=True)   # CPU 1
+        f.round()
+        f.sample(10, 20 * MS, cookie=1)          # CPU 1
+        f.deferred(10, 30 * MS, 1, U2)
+        f.round()
+        f.sample(11, 40 * MS, cookie=1)          # CPU 1: T11 waits for a stack (never comes)
+        f.round()
+        for t in range(60, 200, 20):             # CPU 1 goes on, CPU 0 stays silent
+            f.sample(11, t * MS)
+            f.round()
+        if lost:
+            f.lost(250 * MS, id_=100)            # CPU 0's loss began after its record at 10 ms
+        f.sample(20, 250 * MS)
+        f.sample(11, 240 * MS)
+        samples, rep = run(f, tmp_path, "w%d.data" % lost)
+        outs[lost] = {(s.tid, s.time // MS): outcome(s) for s in samples}
+        assert rep.max_pending == 3              # T10's two waited for proof, T11's for a stack
+    assert outs[False][10, 20] == outs[False][10, 5] == (STITCHED, None, tuple(U2))
+    assert outs[True][10, 20] == outs[True][10, 5] == ("unmatched", LOST_NO_COOKIE, None)
+    # what waits for proof is pending: --max-pending bounds it (the oldest given up, counted)
+    samples, rep = stitch(str(tmp_path / "w0.data"), max_pending=2)[:2]
+    got = {(s.tid, s.time // MS): outcome(s) for s in samples}
+    assert rep.conserved() and rep.unmatched["evicted"] == 1
+    assert got[10, 5] == ("unmatched", "evicted", None) and got[10, 20][0] == STITCHED
+
+
+def test_a_silent_buffer_with_no_loss_to_come_holds_nothing_back(tmp_path):
+    """The LOST records are read ahead: CPU 1 stays silent after its first record, but no LOST
+    of it is to come and perf's final counts match the LOST records, so each of T10's stitches
+    on CPU 0 is decided when its stack comes (one sample pending at a time), not at the end."""
+    f = _two_buffers()
+    f.lost(1 * MS, n=2, id_=100)                 # CPU 0: an early loss, before everything
+    f.sample(10, 2 * MS, user_mode=True)
+    f.sample(11, int(1.5 * MS), cookie=1, user_mode=True)   # CPU 1 (back in time: its piece)
+    f.deferred(11, int(1.6 * MS), 1, U3)
+    f.round()
+    for n in range(20):                          # CPU 0 only, one run a round: no pins
+        t = (10 + 10 * n) * MS
+        f.sample(10, t, cookie=1)
+        f.deferred(10, t + MS, 1, U1)
+        f.sample(10, t + 2 * MS, user_mode=True)
+        f.round()
+    f.raw(C.PERF_RECORD_LOST_SAMPLES, struct.pack("<Q", 2) + f.trailer(0, 0))
+    samples, rep = run(f, tmp_path)
+    assert [outcome(s) for s in samples if s.tid == 10 and s.cookie is not None] == \
+        [(STITCHED, None, tuple(U1))] * 20
+    assert rep.max_pending == 1
+
+
+def _watched(f, tmp_path):
+    """Run a LossWatch over the records of Synth ``f`` saved as a file, in file order."""
+    with PerfData.open(f.save(str(tmp_path / "w.data"))) as perf:
+        watch = LossWatch(perf)
+        for _rec in watch.records(perf.records()):
+            pass
+    return watch
+
+
+def test_the_watch_pins_records_to_buffers_by_piece_order_and_ids(tmp_path):
+    """Rounds hold one piece per buffer in CPU order: a sample (an interrupt's: cpu-clock)
+    earlier than a record before it starts a later buffer's piece; a deferred stack earlier than
+    the sample before it does not (task context: its time may precede an interrupt's sample);
+    a LOST names its buffer by id; a round with one run and no id pins nothing."""
+    f = _two_buffers()
+    f.sample(10, 100 * MS, cookie=1)             # round 1: CPU 0 ...
+    f.deferred(10, 99 * MS, 1, U1)               # ... still CPU 0 (task context, back in time)
+    f.sample(11, 90 * MS, cookie=1)              # CPU 1: an interrupt's sample, back in time
+    f.round()
+    f.sample(10, 200 * MS, cookie=1)             # round 2: one run, nothing says whose
+    f.sample(11, 210 * MS, cookie=1)
+    f.round()
+    f.lost(300 * MS, id_=101)                    # round 3: CPU 1 by its LOST
+    f.sample(11, 300 * MS, cookie=1)
+    w = _watched(f, tmp_path)
+    assert not w.by_cpu and w.nbuf == 2
+    assert w.ended and w.horizon == {0: 100 * MS, 1: 300 * MS}
+    assert w.hazards == [(300 * MS, 90 * MS - SLACK)]      # from CPU 1's record before it
+
+    attr = make_attr(sample_type=BASIC_ID)
+    g = Synth(attrs=[attr], no_cookie=True)
+    g.evlist.entries[0].ids = [100, 101]
+    g.evlist.by_id[101] = g.evlist.entries[0]
+    g.sample(10, 200 * MS, cookie=1, sample_id=100)      # one run, but each sample names its CPU
+    g.sample(11, 210 * MS, cookie=1, sample_id=101)
+    w = _watched(g, tmp_path)
+    assert w.horizon == {0: 200 * MS, 1: 210 * MS}
+
+
+@pytest.mark.parametrize("per_buffer", [False, True])
+def test_a_loss_no_record_followed_shows_in_perfs_final_count(tmp_path, per_buffer):
+    """T10's stack is dropped on CPU 0, which never takes a record again: no LOST is ever
+    written. perf's LOST_SAMPLES at the end (per event and CPU, in that order, only counts
+    above 0) say more was lost than LOST records told: when there is one per CPU, on the CPU
+    whose count is short (from its last record on: T11's stitch on CPU 1, over before it, stands),
+    else on some buffer, from the earliest last record of any (T11's is held back too)."""
+    f = _two_buffers()
+    f.sample(10, 85 * MS, cookie=1, user_mode=True)      # CPU 0
+    f.sample(10, 100 * MS, cookie=1)             # CPU 0: its stack is dropped afterwards
+    if per_buffer:
+        f.lost(80 * MS, n=3, id_=101)            # CPU 1, early: its count says 3
+    f.sample(11, 90 * MS, cookie=1, user_mode=True)      # CPU 1
+    f.sample(11, 92 * MS, cookie=1)
+    f.deferred(11, 95 * MS, 1, U3)               # before CPU 0's last record (100 ms)
+    f.round()
+    f.sample(10, 140 * MS, cookie=1)             # CPU 1: T10 moved
+    f.deferred(10, 150 * MS, 1, U2)              # the next entry's stack
+    f.round()
+    for n in ([5, 3] if per_buffer else [5]):
+        f.raw(C.PERF_RECORD_LOST_SAMPLES, struct.pack("<Q", n) + f.trailer(0, 0))
+    samples, rep = run(f, tmp_path)
+    got = {(s.tid, s.time // MS): outcome(s) for s in samples}
+    assert got[10, 85] == got[10, 100] == got[10, 140] == ("unmatched", LOST_NO_COOKIE, None)
+    assert got[11, 90] == got[11, 92] == (
+        (STITCHED, None, tuple(U3)) if per_buffer else ("unmatched", LOST_NO_COOKIE, None))
 
 
 def test_task_exit_and_a_new_task_on_the_same_tid(tmp_path):
@@ -191,53 +388,90 @@ def test_the_engine_leaves_no_cookie_files_to_python(tmp_path):
 
 # -- the real captures, rewritten without cookies ------------------------------------------------
 DEFERRED_SCENARIOS = [s for s in SCENARIOS if s != "baseline_fp_nodefer"]
+PRECOOKIE = DATA / "precookie"      # lossy captures of our own (README there): -m 1 / -m 2, -a or not
+LOSSY = sorted(p.name for p in PRECOOKIE.iterdir() if p.is_dir()) if PRECOOKIE.exists() else []
+
+# Share (%) of the samples that have a stack in perf 7.2's answer (its cookies) that the
+# rewrites stitch, at least: docs/precookie.md gives the same figures. "strip": cookies taken
+# out (a 7.x kernel's stacks, one per entry); "series": as the series before the cookie patch
+# writes them (tests/nocookie.py precookie_task_events).
+FLOORS = {
+    ("a_per_task", "strip"): 98, ("a_per_task", "series"): 99,
+    ("b_per_task", "strip"): 96, ("b_per_task", "series"): 99,
+    ("c_per_task", "strip"): 49, ("c_per_task", "series"): 99,
+    ("syswide", "strip"): 97, ("syswide", "series"): 98,
+    ("lost_per_task", "strip"): 56, ("lost_per_task", "series"): 71,
+    ("pipe", "strip"): 97, ("pipe", "series"): 99,
+    ("compressed", "strip"): 96, ("compressed", "series"): 99,
+    ("two_events_cpu_task", "strip"): 80, ("two_events_cpu_task", "series"): 99,
+    ("p_task_m1", "strip"): 13, ("p_task_m1", "series"): 20,
+    ("p_task_m2", "strip"): 14, ("p_task_m2", "series"): 21,
+    ("p_sys_m1", "strip"): 0, ("p_sys_m1", "series"): 0,
+    ("p_sys_m2", "strip"): 33, ("p_sys_m2", "series"): 33,
+    ("lost_syswide", "strip"): 26, ("lost_syswide", "series"): 28,
+    ("p_task_m1_many", "strip"): 18, ("p_task_m1_many", "series"): 25,
+    ("p_task_m2_many", "strip"): 10, ("p_task_m2_many", "series"): 12,
+    ("p_task_m2_long", "strip"): 1, ("p_task_m2_long", "series"): 3,
+}
+REWRITES = {"strip": strip_cookies, "series": precookie_task_events}
 
 
-def _stitched_as_truth(truth, got):
-    """How many samples of ``got`` are stitched; each with the same user stack as in ``truth``
-    (the cookie run of the same capture): never another entry's stack."""
-    stitched = 0
-    for a, b in zip(truth, got):
-        assert (a.time, a.tid) == (b.time, b.tid)
-        if b.outcome == STITCHED:
-            assert a.outcome == STITCHED and tuple(b.user) == tuple(a.user), (a, b)
-            stitched += 1
-    return stitched
+def _source(scenario, tmp_path):
+    """(the original capture, its folder with perf 7.2's script-fields-nomerge.txt.xz)."""
+    if scenario in SCENARIOS:
+        return capture(scenario)
+    folder = PRECOOKIE / scenario
+    xz = next(folder.glob("*.data.xz"))
+    path = tmp_path / xz.name[:-3]
+    path.write_bytes(lzma.open(xz).read())
+    return path, folder
 
 
-@pytest.mark.parametrize("scenario", DEFERRED_SCENARIOS)
-def test_captures_without_cookies_never_get_another_entrys_stack(scenario, tmp_path):
-    src, _folder = capture(scenario)
+def _against_perf(folder, got):
+    """Compare ``got`` (a rewrite's samples) with perf 7.2's cookie answer on the original
+    (tests/oracle.py): every stitched sample must carry exactly perf's chain, never another
+    entry's stack. Returns (stitched, samples that have a stack in perf's answer)."""
+    records, capped = parse_script_fields(folder / "script-fields-nomerge.txt.xz")
+    expected = {}
+    for tid, usec, ips, has in cookie_rule(records, capped):
+        has = True if ips is None else has
+        expected.setdefault(tid, []).append((usec, ips, has))
+    stitched = have = 0
+    for tid, ours in ours_by_tid(got).items():
+        theirs = expected.get(tid, [])
+        for (usec, ips, s), (t_usec, t_ips, has) in zip(ours, theirs):
+            assert usec == t_usec, (tid, usec, t_usec)
+            if has and t_ips is None:
+                continue                # past the 16 MiB cap of perf's text: unknown
+            have += bool(has)
+            if s.outcome == STITCHED:
+                assert has and ips == t_ips, (tid, usec)
+                stitched += 1
+    assert have > 0
+    return stitched, have
+
+
+@pytest.mark.parametrize("how", sorted(REWRITES))
+@pytest.mark.parametrize("scenario", DEFERRED_SCENARIOS + LOSSY)
+def test_rewrites_stitch_only_perfs_own_stacks_at_the_documented_rates(scenario, how, tmp_path):
+    """Every capture, and the lossy ones of tests/data/precookie (tens of LOST records each),
+    rewritten without cookies: no sample gets another entry's stack, with LOST records anywhere,
+    and the share stitched is at least the documented one (>= 90 % where nothing was lost, but
+    for the layouts that leave samples in doubt: see docs/precookie.md)."""
+    src, folder = _source(scenario, tmp_path)
     dst = str(tmp_path / "nc.data")
-    strip_cookies(src, dst)
-    truth, trep, _ = stitch(src)
+    REWRITES[how](str(src), dst)
     got, rep, _ = stitch(dst)
-    assert rep.deferred_layout == "no-cookie" and trep.deferred_layout == "cookie"
-    assert rep.conserved() and len(got) == len(truth) == rep.samples
-    stitched = _stitched_as_truth(truth, got)
-    have_stack = trep.stitched
-    print("%s: %d of %d samples with a stack stitched without cookies (%.1f%%)"
-          % (scenario, stitched, have_stack, 100.0 * stitched / have_stack))
-    assert stitched > 0
-
-
-@pytest.mark.parametrize("scenario", DEFERRED_SCENARIOS)
-def test_captures_as_the_precookie_series_writes_them(scenario, tmp_path):
-    """The captures as that series' kernel would have written them for the command perf record
-    started (tests/nocookie.py precookie_task_events): no sample gets another entry's stack, and
-    where nothing was lost at least 90 % of the samples that have a stack are stitched."""
-    src, _folder = capture(scenario)
-    dst = str(tmp_path / "pre.data")
-    precookie_task_events(src, dst)
-    truth, trep, _ = stitch(src)
-    got, rep, _ = stitch(dst)
-    assert rep.conserved() and len(got) == len(truth) == rep.samples
-    stitched = _stitched_as_truth(truth, got)
-    share = 100.0 * stitched / trep.stitched
-    print("%s (%s): %d of %d samples with a stack stitched (%.1f%%)"
-          % (scenario, rep.extra["no_cookie_stacks"], stitched, trep.stitched, share))
-    if trep.lost_records == 0:
-        assert share >= 90.0
+    assert rep.deferred_layout == "no-cookie" and rep.conserved() and len(got) == rep.samples
+    stitched, have = _against_perf(folder, got)
+    share = 100.0 * stitched / have
+    held = rep.extra["no_cookie_held_back"]
+    print("%s %s: %d of %d (%.1f%%) lost=%d held back %s" % (scenario, how, stitched, have, share,
+                                                            rep.lost_records, held))
+    assert share >= FLOORS[scenario, how]
+    assert sum(held.values()) <= rep.unmatched.get(LOST_NO_COOKIE, 0)
+    if rep.lost_records == 0:
+        assert not held
 
 
 def test_stitch_of_a_no_cookie_capture_is_read_by_perf_61(tmp_path):
@@ -333,15 +567,42 @@ def _replay(events, no_cookie, requeued=False):
     return sorted(got, key=lambda s: s.time), st.report
 
 
-@settings(max_examples=200, deadline=None)
+def _known(events):
+    """What the generator knows of ``events``: each entry's frames (cookie -> the stack written
+    for it; none when it was lost), and the samples that task order must stitch (their times):
+    where nothing was lost, a sample taken before its entry's stack, its task having written no
+    stack since it was last seen in user space, so that the next stack of its task is its own
+    and no other is in doubt."""
+    frames = {c: f for _tid, kind, *rest in events if kind == "stack" for c, f in [rest]}
+    lost = any(kind == "lost" for _tid, kind, *_ in events)
+    must, written, stale = set(), set(), {}
+    for t, (tid, kind, *rest) in enumerate(events):
+        if kind == "sample":
+            cookie, user_mode = rest
+            if user_mode:
+                stale[tid] = False
+            if not lost and cookie in frames and cookie not in written and not stale.get(tid):
+                must.add(t)
+        elif kind == "stack":
+            written.add(rest[0])
+            stale[tid] = True
+    return frames, must
+
+
+@settings(max_examples=300, deadline=None)
 @given(streams())
 def test_random_streams_never_get_a_wrong_stack(events):
-    truth, _ = _replay(events, no_cookie=False)
+    """Every stitched sample carries its own entry's frames (the generator's), and every sample
+    the rules can prove is stitched: a stitcher that never stitches fails here."""
+    frames, must = _known(events)
     got, rep = _replay(events, no_cookie=True)
-    assert rep.conserved() and len(got) == len(truth)
-    for a, b in zip(truth, got):
-        if b.outcome == STITCHED:
-            assert a.outcome == STITCHED and a.user == b.user, (a, b)
+    assert rep.conserved() and len(got) == sum(ev[1] == "sample" for ev in events)
+    for s in got:
+        cookie = events[s.time][2]
+        if s.outcome == STITCHED:
+            assert tuple(s.user) == frames.get(cookie), (s.time, events)
+        if s.time in must:
+            assert s.outcome == STITCHED, (s.time, s.outcome, s.reason, events)
 
 
 @hs.composite

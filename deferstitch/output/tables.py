@@ -74,6 +74,10 @@ def render(rep, title=None):
     if rep.deferred_layout == "no-cookie":
         parts.append("matched by task order: these deferred callchains carry no cookie (the layout "
                      "before the cookie patch; see README)")
+        held = rep.extra.get("no_cookie_held_back")
+        if held is not None:
+            parts.append("held back for want of proof that no record was lost: %d (%s)" % (
+                sum(held.values()), ", ".join("%s %d" % kv for kv in held.items()) or "none"))
     if rep.error is not None:
         parts.append("INCOMPLETE: the input stopped at %s; the counts are for what was read "
                      "before it" % rep.error)

@@ -59,6 +59,7 @@ class Evlist:
         self.endian = endian
         self.entries = []
         self.by_id = {}
+        self.index_entries = []    # ID_INDEX: (id, idx, cpu, tid) of every sample id
         self._u64 = struct.Struct(endian + "Q")
         self._sample_id_at = None      # offset of the id in a SAMPLE, None = single attr
         self._trailer_id_from_end = None
@@ -73,6 +74,7 @@ class Evlist:
 
     def add_index(self, index_entries):
         """ID_INDEX: idx is the attr's position in the session."""
+        self.index_entries.extend(index_entries)
         for ent in index_entries:
             if ent.idx < len(self.entries):
                 self.by_id.setdefault(ent.id, self.entries[ent.idx])

@@ -16,6 +16,7 @@ from ..abi.sample import split_chain
 from ..errors import FormatError
 from ..model import NO_COOKIE, NO_TASK, DeferredStack, Sample
 from ..stitcher import DEFAULT_MAX_PENDING, Stitcher
+from .buffers import LossWatch, read_ahead
 from .reader import PerfData
 from .sorter import OrderStats, ordered
 
@@ -118,6 +119,20 @@ def probe_entries(perf, limit=10_000):
         return None
 
 
+def loss_watch(perf):
+    """The LossWatch a stitch by task order needs (perfdata/buffers.py), or None: not for a
+    cookie file, nor for a file without any LOST or LOST_SAMPLES record (read ahead on a
+    separate handle, without cookies only), whose stitches are all proven as they come."""
+    if perf.path == "<stdin>":
+        return LossWatch(perf)
+    if probe_layout(perf.path) == R.DEFERRED_COOKIE:
+        return None
+    ahead = read_ahead(perf.path)
+    if ahead is not None and not ahead.losses:
+        return None
+    return LossWatch(perf, ahead)
+
+
 def damage(perf, rec, err):
     """The error for a record the feed cannot decode (ValueError or struct.error ``err``)."""
     return FormatError(perf.path, rec.offset, "%s: %s" % (C.record_name(rec.type), err))
@@ -181,6 +196,7 @@ class PerfFeed:
         self.record_counts = {}
         self.error = None
         self.layout = None
+        self.watch = None          # which buffer lost what, when: files without cookies (run())
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self):
@@ -190,8 +206,18 @@ class PerfFeed:
         st = self.stitcher
         counts = self.record_counts
         observe = self.observe
+        records = perf.records()
+        self.watch = loss_watch(perf)
+        if self.watch is not None:
+            records = self.watch.records(records)
+        watch = self.watch
+        advanced = 0
         try:
-            for rec in ordered(perf.records(), perf.evlist.time_of, self.order_stats):
+            for rec in ordered(records, perf.evlist.time_of, self.order_stats):
+                if st.parked and watch.advanced != advanced:
+                    advanced = watch.advanced
+                    st.proof_advanced()
+                    self._drain()
                 t = rec.type
                 counts[t] = counts.get(t, 0) + 1
                 if observe is not None:
@@ -214,7 +240,7 @@ class PerfFeed:
                         continue
                     elif t == C.PERF_RECORD_FORK:
                         task = R.parse_task(rec.data, perf.endian)
-                        st.reuse(task.tid)
+                        st.reuse(task.tid, task.time)
                         if task.ptid in self.comms:        # a new thread starts with its parent's comm
                             self.comms[task.tid] = self.comms[task.ptid]
                     elif t == C.PERF_RECORD_LOST:
@@ -243,6 +269,7 @@ class PerfFeed:
             extra["auxtrace"] = self.perf.auxtrace.to_json()
         if self.layout == R.DEFERRED_NO_COOKIE:
             extra["no_cookie_stacks"] = "requeued" if self.stitcher.requeued else "per-entry"
+            extra["no_cookie_held_back"] = dict(sorted(self.stitcher.held_back.items()))
         return extra
 
     # -- events -------------------------------------------------------------------------------
@@ -354,7 +381,7 @@ class PerfFeed:
         if self.layout is None:
             self.layout = layout
             if layout == R.DEFERRED_NO_COOKIE:
-                self.stitcher.use_task_order(requeued_stacks(self.perf.evlist.entries))
+                self.stitcher.use_task_order(requeued_stacks(self.perf.evlist.entries), self.watch)
         elif layout != self.layout:
             raise ValueError("deferred %s in the %s layout, but this file's are in the %s layout"
                              % (what, layout, self.layout))

@@ -1,0 +1,6 @@
+DEF="--call-graph fp,defer"
+cap p_task_m1 p.data "perf record -m 1 -e cpu-clock -c 20000 $DEF -o p.data -- $W/workload_p 0.5 3"
+cap p_task_m2 p.data "perf record -m 2 -e cpu-clock -c 20000 $DEF -o p.data -- $W/workload_p 0.5 3"
+cap p_sys_m1  p.data "perf record -a -m 1 -e cpu-clock -c 20000 $DEF -o p.data -- $W/workload_p 0.5 3"
+cap p_sys_m2  p.data "perf record -a -m 2 -e cpu-clock -c 20000 $DEF -o p.data -- $W/workload_p 0.5 3"
+cap lost_syswide lost.data "perf record -a -m 1 -e cpu-clock -c 10000 $DEF -o lost.data -- $W/workload_b 1"
