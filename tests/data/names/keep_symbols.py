@@ -1,6 +1,7 @@
 """Copy an ELF file with the bytes of every section zeroed except what names its code: the ELF
 and program headers, the section headers, .dynsym/.dynstr, .symtab/.strtab, the build id note
-and .gnu_debuglink. Same size, layout and build id: perf and deferstitch name addresses in it
+and .gnu_debuglink, and the PLT with its relocations (perf names PLT entries
+``free@plt`` from them). Same size, layout and build id: perf and deferstitch name addresses in it
 as in the original, and xz shrinks it to its symbol tables.
 
 Usage: python3 keep_symbols.py BINARY OUT
@@ -10,7 +11,8 @@ import sys
 
 KEEP = {".dynsym", ".dynstr", ".symtab", ".strtab", ".note.gnu.build-id", ".gnu_debuglink",
         ".shstrtab", ".gnu.hash", ".gnu.version", ".gnu.version_d", ".gnu.version_r", ".dynamic",
-        ".interp", ".note.ABI-tag"}
+        ".interp", ".note.ABI-tag", ".rela.plt", ".rela.dyn", ".plt", ".plt.sec", ".plt.got",
+        ".got", ".got.plt"}
 SHT_NOBITS = 8
 
 
