@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, run_cli, need_sid_perf
+from conftest import DATA, ROOT, need_sid_perf, run_cli
 from perf_text import parse_script, strip_unmerged_cookie
 
 NAMES = DATA / "names"
@@ -182,3 +182,32 @@ def test_stitch_then_perf_inject_jit_names(guest, tmp_path):
     assert names <= dump_names("py_perf_jit")
     mine = set(re.findall(r" (py::\S+?)\+0x[0-9a-f]+ \(/tmp/jit-232\.dump\)", ours("py_perf_jit", guest)))
     assert names == mine
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("merge", [True, False], ids=["merged", "nomerge"])
+def test_perf_plugin_names_jit_frames(scenario, merge, guest, tmp_path):
+    """Inside perf 7.2 (`perf script -s perf_scripts/stitch.py`, the map files and dump not at
+    /tmp where perf looks, --symfs given): every JIT frame the plugin prints has the name
+    `deferstitch script` gives it, whether perf handed the frame over (merged: perf's
+    [unknown] replaced by ours) or the plugin added it (--no-merge-callchains)."""
+    sid_perf = need_sid_perf()
+    root, ks, work = guest
+    shutil.copy(unpack(scenario, "per-task.data", work), tmp_path / "in.data")
+    shutil.copy(ks, tmp_path / "kallsyms")
+    out = tmp_path / "out.txt"
+    args = [sid_perf, "script", "-i", "in.data", "--kallsyms=./kallsyms", "--symfs=/symfs"]
+    args += [] if merge else ["--no-merge-callchains"]
+    p = subprocess.run(args + ["-s", str(ROOT / "perf_scripts" / "stitch.py"), "--", "-o", str(out)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "SID_BINDS": "%s:%s %s:/symfs" % (ROOT, ROOT, root)})
+    assert p.returncode == 0, p.stderr[-2000:]
+    theirs, mine = parse_script(out.read_text()), parse_script(ours(scenario, guest))
+    jit = 0
+    for key, (_h, frames) in theirs.items():
+        mf = mine[key][1]
+        for i, (ip, sym, dso) in enumerate(frames):
+            if dso.startswith("/tmp/perf-") or dso.endswith(".dump"):
+                jit += 1
+                assert (ip, sym, dso) in mf, (key, (ip, sym, dso), mf)
+    assert jit > 500
