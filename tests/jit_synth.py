@@ -60,3 +60,17 @@ def mmap2(f, pid, start, length, path, time, prot=PROT_READ | PROT_EXEC, flags=2
     name += b"\0" * (-len(name) % 8)
     body = struct.pack("<iiQQQIIQQII", pid, pid, start, length, 0, 0, 0, 0, 0, prot, flags)
     f.raw(C.PERF_RECORD_MMAP2, body + name + f.trailer(pid, time))
+
+
+def loads(path):
+    """[(code_addr, code_size, name)] of a little-endian dump's JIT_CODE_LOAD records: the test's
+    own reading, to check the code under test against."""
+    data = open(path, "rb").read()
+    pos, out = struct.unpack_from("<I", data, 8)[0], []
+    while pos + 16 <= len(data):
+        rid, size = struct.unpack_from("<II", data, pos)
+        if rid == LOAD:
+            addr, csize = struct.unpack_from("<QQ", data, pos + 32)
+            out.append((addr, csize, data[pos + 56:data.index(b"\0", pos + 56)].decode()))
+        pos += size
+    return out
