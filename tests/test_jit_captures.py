@@ -218,3 +218,18 @@ def test_perf_plugin_names_jit_frames(scenario, merge, guest, tmp_path):
                 jit += 1
                 assert (ip, sym, dso) in mf, (key, (ip, sym, dso), mf)
     assert jit > 500
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("command", ["script", "folded"])
+def test_engine_names_as_the_python_path(scenario, command, guest):
+    """The C engine hands JIT frames to the same naming: byte for byte the Python path's."""
+    root, ks, work = guest
+    if not list((ROOT / "deferstitch").glob("_accel*.so")):
+        pytest.skip("C engine not built: python3 setup.py build_ext --inplace")
+    data = unpack(scenario, "per-task.data", work)
+    outs = [run_cli(command, data, "--symfs", root, "--kallsyms", ks,
+                    env=dict(os.environ, DEFERSTITCH_ACCEL=a)) for a in ("0", "require")]
+    assert all(r.returncode == 0 for r in outs), [r.stderr for r in outs]
+    assert outs[0].stdout == outs[1].stdout
+    assert b"py::" in outs[0].stdout or b"jit_pair" in outs[0].stdout

@@ -212,3 +212,10 @@ def test_jitdump_in_info(tmp_path):
     info = run_cli("info", path, "--symfs", root).stdout.decode()
     line = next(ln for ln in info.splitlines() if ln.startswith("/tmp/jit-50.dump"))
     assert "jitdump: 4 pieces of code name /tmp/perf-50.map" in line
+
+
+def test_perf_map_row_says_the_dump_names_first(tmp_path):
+    path, root = jit_case(tmp_path, reuse_and_move())
+    info = run_cli("info", path, "--symfs", root).stdout.decode()
+    line = next(ln for ln in info.splitlines() if ln.startswith("/tmp/perf-50.map"))
+    assert "jitdump /tmp/jit-50.dump first, then perf map" in line and "No such file" in line

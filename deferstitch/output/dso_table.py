@@ -38,6 +38,7 @@ class DsoTable:
         """[{dso, build_id, symbols, via, binary}]: symbols None when nothing names the dso, and
         via then says why."""
         out = []
+        dumps = {marker_pid(path): path for path, _b in self.seen if marker_pid(path) is not None}
         for (path, build_id), kernel in self.seen.items():
             row = {"dso": path, "build_id": build_id, "symbols": None, "via": None, "binary": None}
             if path == KALLSYMS_DSO:
@@ -46,7 +47,7 @@ class DsoTable:
             elif kernel:                 # a module: named through the kernel's kallsyms
                 self._kernel(row)
             elif map_pid(path) is not None:
-                self._perf_map(row)
+                self._perf_map(row, dumps.get(map_pid(path)))
             elif marker_pid(path) is not None:
                 self._jitdump(row)
             elif path.startswith("[") or path.startswith("//") or not path.startswith("/"):
@@ -61,14 +62,15 @@ class DsoTable:
             out.append(row)
         return out
 
-    def _perf_map(self, row):
+    def _perf_map(self, row, dump):
         """Executable anonymous memory: named by the runtime's map file (symbols/perfmap.py),
-        unless the process's jitdump names it (its own row)."""
+        and first by the process's jitdump (``dump``, its own row) when there is one."""
         where = map_file(row["dso"], self.locator.symfs)
+        first = "jitdump %s first, then " % dump if dump else ""
         try:
-            row["symbols"], row["via"] = where, "perf map: %d entries" % len(PerfMap(where))
+            row["symbols"], row["via"] = where, first + "perf map: %d entries" % len(PerfMap(where))
         except OSError as err:
-            row["via"] = "perf map %s: %s" % (where, err.strerror or err)
+            row["via"] = first + "perf map %s: %s" % (where, err.strerror or err)
 
     def _jitdump(self, row):
         """A jitdump's marker mapping: the dump names the code of /tmp/perf-PID.map."""

@@ -145,7 +145,7 @@ class PerfContext:
                                 "names are taken without their load times" % m.filename)
         if self.warn is not None:
             for line in jit.warnings[seen:]:
-                self.warn(line)
+                self.warn("deferstitch: " + line)
 
     def comm(self, s):
         """As perf names a thread: its COMM, "swapper" for the idle task 0, else ":tid"."""
