@@ -219,3 +219,23 @@ def test_perf_map_row_says_the_dump_names_first(tmp_path):
     info = run_cli("info", path, "--symfs", root).stdout.decode()
     line = next(ln for ln in info.splitlines() if ln.startswith("/tmp/perf-50.map"))
     assert "jitdump /tmp/jit-50.dump first, then perf map" in line and "No such file" in line
+
+
+@pytest.mark.parametrize("filename,prot,flags,want", [
+    ("//anon", 5, 2, "/tmp/perf-7.map"),
+    ("//anon", 3, 2, "//anon"),                        # data: perf keeps the name
+    ("/dev/zero (deleted)", 5, 1, "/tmp/perf-7.map"),
+    ("/anon_hugepage (deleted)", 5, 1, "/tmp/perf-7.map"),
+    ("/memfd:jit (deleted)", 5, 0x40000, "/tmp/perf-7.map"),   # MAP_HUGETLB
+    ("[heap]", 7, 2, "/tmp/perf-7.map"),
+    ("[stack]", 7, 2, "/tmp/perf-7.map"),
+    ("/SYSV00000000 (deleted)", 5, 1, "/tmp/perf-7.map"),
+    ("/usr/lib/libfoo.so", 5, 2, "/usr/lib/libfoo.so"),
+    ("[vdso]", 5, 2, "[vdso]"),
+    ("[heap]x", 7, 2, "[heap]x"),
+])
+def test_which_mappings_are_perf_map_dsos(filename, prot, flags, want):
+    """map.c's map__new: anonymous (//anon, /dev/zero, /anon_hugepage, MAP_HUGETLB) or no-dso
+    ([stack, /SYSV, [heap]) memory that is executable becomes /tmp/perf-PID.map."""
+    from deferstitch.symbols.perfmap import map_dso
+    assert map_dso(filename, 7, prot, flags) == want
