@@ -135,14 +135,11 @@ class PerfContext:
             pass        # a damaged side-band record only costs names, never samples
 
     def _jitdump(self, m, rec):
+        """A runtime's marker mapping of its jitdump: read the dump, say what was wrong with it."""
         jit = self.jit
         seen = len(jit.warnings)
         jit.now = self.perf.evlist.time_of(rec)
         jit.add_dump(m.pid, m.filename)
-        if jit.dumps and not jit.timed and not getattr(self, "_untimed_said", False):
-            self._untimed_said = True
-            jit.warnings.append("%s: recorded without perf record -k 1 (CLOCK_MONOTONIC): jitdump "
-                                "names are taken without their load times" % m.filename)
         if self.warn is not None:
             for line in jit.warnings[seen:]:
                 self.warn("deferstitch: " + line)

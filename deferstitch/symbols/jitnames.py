@@ -21,8 +21,8 @@ CLOCK_MONOTONIC = 1
 class _DumpCodes:
     """One dump's code by address; ``find(ip, now)`` picks among the pieces that held ``ip``."""
 
-    def __init__(self, dump, timed):
-        self.path, self.timed = dump.path, timed
+    def __init__(self, dump, timed, recorded):
+        self.path, self.timed, self.recorded = dump.path, timed, recorded
         codes = sorted(dump.codes, key=lambda c: c.start)
         self.starts = [c.start for c in codes]
         self.codes = codes
@@ -68,8 +68,7 @@ class JitNames:
         self.now = None             # the time of the last record seen
         self.maps = {}              # /tmp/perf-P.map dso -> PerfMap, or None (absent, unreadable)
         self.dumps = {}             # pid -> _DumpCodes
-        self.dump_info = {}         # recorded dump path -> (file read, JitDump)
-        self.used = {}              # dso -> the file that named its frames
+        self.dump_info = {}         # recorded dump path -> (file read, JitDump or None)
         self.warnings = []          # lines for the user: damaged dumps, untimed names
         self._switches = []         # sorted times at which some name changes
 
@@ -89,13 +88,15 @@ class JitNames:
             self.warnings.append("%s: cannot read the jitdump: %s" % (path, err.strerror or err))
             return
         self.dump_info[recorded] = (path, dump)
+        if not self.timed and not self.dumps:          # said once, at the first dump
+            self.warnings.append("%s: recorded without perf record -k 1 (CLOCK_MONOTONIC): jitdump "
+                                 "names are taken without their load times" % recorded)
         if dump.error:
             self.warnings.append(dump.error + " (names after it not read)")
         if dump.codes and self.timed and dump.arch_timestamps:
             self.warnings.append("%s: the dump's times are the CPU's (JITDUMP_FLAGS_ARCH_TIMESTAMP): "
                                  "each address takes the code put there last" % path)
-        codes = _DumpCodes(dump, self.timed and not dump.arch_timestamps)
-        codes.recorded = recorded
+        codes = _DumpCodes(dump, self.timed and not dump.arch_timestamps, recorded)
         self.dumps[pid] = codes
         if codes.timed:
             self._switches = sorted(self._switches + codes.switches)
@@ -120,13 +121,11 @@ class JitNames:
         if codes is not None:
             hit = codes.find(ip, self.now)
             if hit is not None:
-                self.used[codes.recorded] = codes.path
                 return hit[0], hit[1], codes.recorded
         pm = self._map(dso)
         hit = pm.find(ip) if pm is not None else None
         if hit is None:
             return None, 0, dso
-        self.used[dso] = pm.path
         return hit[0], hit[1], dso
 
     def _map(self, dso):
