@@ -13,7 +13,6 @@ from conftest import ROOT, run_cli
 from jit_synth import PROT_READ, PROT_WRITE, Dump, mmap2, monotonic_attr
 from perf_text import parse_script
 from synth import Synth
-from deferstitch.output.pprof_schema import messages
 
 ANON = 0x7F0000000000          # the executable anonymous mapping of pid 50
 DATA = 0x7E0000000000          # a data (not executable) one
@@ -87,7 +86,8 @@ def test_perf_map_names_in_every_output(perfmap_case, accel, tmp_path):
     assert ":51;no_newlin;zero_fill_name;jit_alpha;child_own;" in folded.stdout.decode()
     assert "[perf-50.map];jit beta [tier 2];jit_alpha" in folded.stdout.decode()
     out = tmp_path / "s.json"
-    assert run_cli("export", path, "--symfs", root, "--format", "speedscope", "-o", out, env=e).returncode == 0
+    r = run_cli("export", path, "--symfs", root, "--format", "speedscope", "-o", out, env=e)
+    assert r.returncode == 0, r.stderr
     names = {fr["name"] for fr in json.loads(out.read_text())["shared"]["frames"]}
     assert {"jit_alpha", "jit beta [tier 2]", "child_own", "zero_fill_name", "no_newlin"} <= names
     pb = tmp_path / "p.pb.gz"

@@ -84,7 +84,8 @@ class DsoTable:
             row["via"] = "jitdump %s: %s" % (where, err.strerror or err)
             return
         row["symbols"] = where
-        row["via"] = "jitdump: %d pieces of code name /tmp/perf-%d.map" % (len(dump.codes), marker_pid(row["dso"]))
+        row["via"] = "jitdump: %d pieces of code name /tmp/perf-%d.map" % (len(dump.codes),
+                                                                             marker_pid(row["dso"]))
         if dump.error:
             row["via"] += "; " + dump.error
 

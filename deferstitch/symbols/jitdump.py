@@ -85,12 +85,15 @@ class JitDump:
         pos = total
         while pos < len(data):
             if pos + PREFIX_SIZE > len(data):
-                return self._stop(pos, "record header cut short (%d of %d bytes)" % (len(data) - pos, PREFIX_SIZE))
+                return self._stop(pos, "record header cut short (%d of %d bytes)"
+                                  % (len(data) - pos, PREFIX_SIZE))
             rid, size, t = struct.unpack_from(e + "IIQ", data, pos)
             if size < PREFIX_SIZE:
-                return self._stop(pos, "record id %d: total_size %d is below its header's %d" % (rid, size, PREFIX_SIZE))
+                return self._stop(pos, "record id %d: total_size %d is below its header's %d"
+                                  % (rid, size, PREFIX_SIZE))
             if pos + size > len(data):
-                return self._stop(pos, "record id %d: total_size %d, only %d bytes left" % (rid, size, len(data) - pos))
+                return self._stop(pos, "record id %d: total_size %d, only %d bytes left"
+                                  % (rid, size, len(data) - pos))
             body = pos + PREFIX_SIZE
             if rid == JIT_CODE_LOAD:
                 if size < PREFIX_SIZE + 40:
@@ -98,7 +101,8 @@ class JitDump:
                 _pid, _tid, _vma, addr, csize, index = struct.unpack_from(e + "IIQQQQ", data, body)
                 nul = data.find(b"\0", body + 40, pos + size)
                 if nul < 0 or nul + 1 + csize > pos + size:
-                    return self._stop(pos, "JIT_CODE_LOAD: name and %d bytes of code overrun its total_size %d" % (csize, size))
+                    return self._stop(pos, "JIT_CODE_LOAD: name and %d bytes of code overrun its "
+                                      "total_size %d" % (csize, size))
                 name = data[body + 40:nul].decode("utf-8", "replace")
                 by_index[index] = name
                 self.codes.append(Code(t, addr, addr + csize, name, index))

@@ -1,9 +1,9 @@
 """Names of run-time generated code: the frames perf puts in a ``/tmp/perf-P.map`` dso (perfmap.py
 says which), named from P's jitdump (jitdump.py), else from P's map file.
 
-    MMAP2 //anon (exec) of P ──> dso /tmp/perf-P.map ──┬─> jit-P.dump's code at that address,
-                                                         │   valid from its load time on
-    MMAP2 .../jit-P.dump ──> add_dump(P) ────────────────┘   (else) /tmp/perf-P.map's entry
+    MMAP2 //anon (exec) of P ─> dso /tmp/perf-P.map ─┬─> jit-P.dump's code at that address,
+                                                     │   valid from its load time on
+    MMAP2 .../jit-P.dump ─> add_dump(P) ─────────────┘   (else) /tmp/perf-P.map's entry
 
 A dump names its frames with the dump as their dso (``py::f:x.py+0x10 (/tmp/jit-9.dump)``), a map
 file with the map file (as perf: ``jit_f3+0x10 (/tmp/perf-140.map)``). Load times count when
