@@ -239,3 +239,19 @@ def test_which_mappings_are_perf_map_dsos(filename, prot, flags, want):
     ([stack, /SYSV, [heap]) memory that is executable becomes /tmp/perf-PID.map."""
     from deferstitch.symbols.perfmap import map_dso
     assert map_dso(filename, 7, prot, flags) == want
+
+
+def test_fifos_named_like_a_dump_or_a_map_never_block(tmp_path):
+    """A FIFO where the dump or the map file should be: refused at once (never a hang), one line
+    for the dump, every sample still written."""
+    path, root = jit_case(tmp_path, b"")
+    os.unlink(root / "tmp" / "jit-50.dump")
+    os.mkfifo(root / "tmp" / "jit-50.dump")
+    os.mkfifo(root / "tmp" / "perf-50.map")
+    r = run_cli("script", path, "--symfs", root, timeout=120)
+    assert r.returncode == 0, r.stderr
+    err = r.stderr.decode().strip().splitlines()
+    assert len(err) == 1 and "jit-50.dump" in err[0] and "not a regular file" in err[0], err
+    assert len(script_frames(r.stdout.decode())) == 3
+    info = run_cli("info", path, "--symfs", root, timeout=120)
+    assert info.returncode == 0, info.stderr

@@ -25,10 +25,13 @@ LOAD of the same code_index; the old place keeps its name until other code is pu
 injected MMAP2s behave so). A dump cut short (the runtime was killed while writing) or damaged
 stops at that record: ``error`` says where, what came before is used.
 """
+import mmap
 import os
 import re
 import struct
 from collections import namedtuple
+
+from .perfmap import open_regular
 
 JITHEADER_MAGIC = 0x4A695444
 JITDUMP_FLAGS_ARCH_TIMESTAMP = 1
@@ -58,9 +61,15 @@ class JitDump:
         self.error = None
         self.pid = self.flags = self.timestamp = None
         self.records = {}           # id -> records read
-        with open(path, "rb") as f:
-            data = f.read()
-        self._parse(data)
+        with open_regular(path) as f:       # OSError for a FIFO, a device, a directory
+            st = os.fstat(f.fileno())
+            if st.st_size == 0:
+                self._parse(b"")
+                return
+            # mapped, not read: only the records' headers and names are touched, never the
+            # code bytes that make a JVM's dump hundreds of MB
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                self._parse(data)
 
     @property
     def arch_timestamps(self):

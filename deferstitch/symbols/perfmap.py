@@ -20,8 +20,10 @@ Entries may overlap (code freed and generated again at the same place): perf's a
 depends on its tree of symbols; ours is the entry written last, the newest code there.
 """
 import bisect
+import errno
 import os
 import re
+import stat
 
 ANON_PREFIXES = ("//anon", "/dev/zero", "/anon_hugepage")
 NO_DSO_PREFIXES = ("[stack", "/SYSV")
@@ -55,7 +57,7 @@ class PerfMap:
     def __init__(self, path):
         self.path = path
         entries = []
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             for n, raw in enumerate(f):
                 # perf drops the line's last character, a newline or not (a last line
                 # without one loses a letter of its name)
@@ -105,6 +107,16 @@ def _hex(text):
         return int(text, 16) & 0xFFFFFFFFFFFFFFFF
     except ValueError:          # strtoull: no digits -> 0
         return 0
+
+
+def open_regular(path):
+    """``open(path, "rb")`` for a regular file; OSError for anything else (a FIFO named like a
+    map file must neither block the open nor the read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", path)
+    return open(fd, "rb")
 
 
 def map_file(dso, symfs=None):
