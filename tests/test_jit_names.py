@@ -93,6 +93,10 @@ def test_perf_map_names_in_every_output(perfmap_case, accel, tmp_path):
     pb = tmp_path / "p.pb.gz"
     assert run_cli("export", path, "--symfs", root, "--format", "pprof", "-o", pb, env=e).returncode == 0
     assert b"jit beta [tier 2]" in gzip.decompress(pb.read_bytes())
+    svg = tmp_path / "f.svg"
+    r = run_cli("flamegraph", path, "--symfs", root, "-o", svg, env=e)
+    assert r.returncode == 0, r.stderr
+    assert 'data-name="jit beta [tier 2]"' in svg.read_text()
     info = run_cli("info", path, "--symfs", root, env=e).stdout.decode()
     line = next(ln for ln in info.splitlines() if ln.startswith("/tmp/perf-50.map"))
     assert "perf map: 4 entries" in line and str(root / "tmp" / "perf-50.map") in line
