@@ -234,3 +234,20 @@ def test_engine_names_as_the_python_path(scenario, command, guest):
     assert all(r.returncode == 0 for r in outs), [r.stderr for r in outs]
     assert outs[0].stdout == outs[1].stdout
     assert b"py::" in outs[0].stdout or b"jit_pair" in outs[0].stdout
+
+
+def test_stitch_no_report_leaves_the_feature_out(guest, tmp_path):
+    """`stitch --no-report` writes no REPORT_FEATURE section (perf 7.2's perf inject dies on a
+    feature bit it does not know); without it the report is there, and the frames are the same."""
+    from deferstitch.output.stitched_file import REPORT_FEATURE
+    from deferstitch.perfdata.reader import PerfData
+    root, ks, work = guest
+    data = unpack("py_perf_jit", "per-task.data", work)
+    outs = {}
+    for opt in ((), ("--no-report",)):
+        out = tmp_path / ("st%d.data" % len(opt))
+        assert run_cli("stitch", data, "-o", out, "-q", *opt).returncode == 0
+        outs[opt] = (REPORT_FEATURE in PerfData.open(str(out)).features,
+                     run_cli("script", out, "--symfs", root, "--kallsyms", ks).stdout)
+    assert outs[()][0] and not outs[("--no-report",)][0]
+    assert outs[()][1] == outs[("--no-report",)][1] and b"(/tmp/jit-232.dump)" in outs[()][1]
