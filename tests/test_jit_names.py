@@ -259,3 +259,21 @@ def test_fifos_named_like_a_dump_or_a_map_never_block(tmp_path):
     assert len(script_frames(r.stdout.decode())) == 3
     info = run_cli("info", path, "--symfs", root, timeout=120)
     assert info.returncode == 0, info.stderr
+
+
+def test_nested_reuse_names_follow_the_time(tmp_path):
+    """Pieces inside pieces (x at 100, c over part of x at 300, a long one over both at 500):
+    every load time is a moment names may change, and each time names its newest code."""
+    from deferstitch.symbols.jitnames import JitNames
+    d = Dump(PID)
+    d.load(100, ANON + 0x100, 0x40, "x", 1)
+    d.load(300, ANON + 0x120, 0x40, "c", 2)
+    d.load(500, ANON, 0x1000, "long", 3)
+    (tmp_path / "jit-50.dump").write_bytes(bytes(d))
+    jit = JitNames()
+    jit.add_dump(PID, str(tmp_path / "jit-50.dump"))
+    changed = [t for t in (50, 150, 350, 550) if jit.advance(t)]
+    assert changed == [150, 350, 550]
+    for t, name, start in ((150, "x", 0x100), (350, "c", 0x120), (550, "long", 0)):
+        jit.now = t
+        assert jit.find("/tmp/perf-50.map", ANON + 0x130)[:2] == (name, 0x130 - start)

@@ -15,9 +15,6 @@ import bisect
 from .jitdump import JitDump
 from .perfmap import PerfMap, map_file, map_pid
 
-CLOCK_MONOTONIC = 1
-
-
 class _DumpCodes:
     """One dump's code by address; ``find(ip, now)`` picks among the pieces that held ``ip``."""
 
@@ -28,14 +25,18 @@ class _DumpCodes:
         self.codes = codes
         self.longest = max((c.end - c.start for c in codes), default=0)
         self.order = {id(c): i for i, c in enumerate(dump.codes)}
-        # times at which an address changes hands: only there can a name depend on the time
-        self.switches = []
+        # times at which an address may change hands: only there can a name depend on the time.
+        # The load times of every piece that overlaps another (each overlap meets the piece
+        # reaching furthest so far, so every such piece is seen); a few too many only cost
+        # the callers a fresh cache.
+        switches = set()
         end, last = -1, None
         for c in codes:
-            if c.start < end and last is not None:
-                self.switches.append(max(c.time, last.time))
+            if c.start < end:
+                switches.update((c.time, last.time))
             if c.end > end:
                 end, last = c.end, c
+        self.switches = sorted(switches)
 
     def find(self, ip, now):
         held = []
