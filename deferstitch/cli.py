@@ -114,7 +114,7 @@ def cmd_stitch(args):
     with Output(args.output, binary=True, seekable=True, inputs=[args.input]) as f:
 
         def make(perf, _ctx):
-            made.append(StitchedFile(f, perf, compat=not args.native))
+            made.append(StitchedFile(f, perf, compat=not args.native, keep_report=not args.no_report))
             return made[-1]
         try:
             rep, out = pipeline.run(args, make, perf=perf, hint=True)
@@ -283,6 +283,9 @@ def build_parser():
     sp.add_argument("-o", "--output", help="output file (default or -: stdout)")
     sp.add_argument("--native", action="store_true",
                     help="keep attrs as they are (perf 7.x only) instead of what perf 6.1 reads")
+    sp.add_argument("--no-report", action="store_true",
+                    help="leave the stitch report out of the file: for `perf inject` (perf 7.2's "
+                         "crashes on a header feature it does not know), e.g. then perf inject --jit")
     sp = add("report", cmd_report, "what was stitched, what not, and why")
     sp.add_argument("--json", action="store_true", help="one JSON object")
     sp.add_argument("--fail-on-unmatched", action="store_true", help="exit 1 if any sample is unmatched")

@@ -80,8 +80,10 @@ def stitch_input(path, opts):
         if opts["symbols"]:
             ks = opts["kallsyms"] or (None if opts["symfs"] else (
                 "default", kernel_build_id(perf), perf.feature(C.FEATURE_IDS["OSRELEASE"])))
+        # naming is the client's, except run-time generated code: its map file or jitdump
+        # (under symfs) is the task's to read (output/address_stacks.py)
         args = argparse.Namespace(input=local, quiet=True, max_pending=opts["max_pending"],
-                                  no_symbols=True, kallsyms=None, symfs=None, buildid_dir=None)
+                                  no_symbols=True, kallsyms=None, symfs=opts["symfs"], buildid_dir=None)
 
         def make(_perf, ctx):
             out.append(AddressStacks(ctx, opts["symbols"], ks, opts["weight"]))
@@ -155,7 +157,7 @@ def run(args):
         raise DeferstitchError("fleet: no inputs in %s" % " ".join(args.inputs))
     if args.output in (None, "-") and args.format == "pprof" and sys.stdout is not None and sys.stdout.isatty():
         raise DeferstitchError("refusing to write a gzip'd profile to a terminal: give -o FILE")
-    opts = {"symbols": not args.no_symbols, "kallsyms": args.kallsyms, "symfs": bool(args.symfs),
+    opts = {"symbols": not args.no_symbols, "kallsyms": args.kallsyms, "symfs": args.symfs,
             "weight": args.weight, "max_pending": args.max_pending}
     local = [p for p in paths if "://" not in p]
     with contextlib.ExitStack() as outputs:     # checked before the run, replaced when whole

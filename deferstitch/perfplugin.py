@@ -245,9 +245,15 @@ class Plugin:
             self.served["passed"] += 1
         else:
             self.served["unknown"] += 1
-        for ip, name, off, dso in frames:
+        for i, (ip, name, off, dso) in enumerate(frames):
             if dso is not None and name is not None:
                 self.names[(pid, ip)] = (name, off, dso)
+            elif name is None and dso and dso.startswith("/tmp/perf-") and self.producer is not None:
+                # run-time generated code perf could not name (a jitdump it was not given
+                # through perf inject --jit): ours, when we have one
+                ours = self.ctx.resolver.frame(pid, ip)
+                if ours[0] is not None:
+                    frames[i] = (ip,) + ours
         frames = frames[:127]
         if self.opts["report_only"]:
             return

@@ -40,6 +40,7 @@ BIT_DISABLED = 1 << 0
 BIT_INHERIT = 1 << 1
 BIT_ENABLE_ON_EXEC = 1 << 12
 BIT_SAMPLE_ID_ALL = 1 << 18
+BIT_USE_CLOCKID = 1 << 25
 BIT_DEFER_CALLCHAIN = 1 << 38   # Linux 6.19: "perf: Support deferred user unwind"
 BIT_DEFER_OUTPUT = 1 << 39
 
@@ -80,6 +81,15 @@ class PerfEventAttr:
     @property
     def defer_callchain(self):
         return bool(self.flags & BIT_DEFER_CALLCHAIN)
+
+    @property
+    def use_clockid(self):
+        return bool(self.flags & BIT_USE_CLOCKID)
+
+    @property
+    def clockid(self):
+        """s32 clockid at offset 92 (PERF_ATTR_SIZE_VER4), meaningful with use_clockid."""
+        return struct.unpack_from(self.endian + "i", self.raw.ljust(96, b"\0"), 92)[0]
 
     @property
     def defer_output(self):

@@ -146,6 +146,7 @@ PERF_RECORD_MISC_KERNEL = 1         # cpumodes (header.misc & CPUMODE_MASK): whe
 PERF_RECORD_MISC_USER = 2
 PERF_RECORD_MISC_COMM_EXEC = 1 << 13
 PERF_RECORD_MISC_MMAP_BUILD_ID = 1 << 14
+PERF_RECORD_MISC_MMAP_DATA = 1 << 13
 
 # Feature bits (tools/perf/util/header.h, perf 7.3)
 FEATURE_NAMES = {

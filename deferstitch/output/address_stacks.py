@@ -10,7 +10,9 @@ hosts is one key and its symbol file is read once, by the client:
     ("k", kallsyms, dso, _text, address)   kernel or module; named through that kallsyms, shifted
                                            to the recorded _text (KASLR) as PerfContext does
     ("d", dso)                             no symbols to look for: [vdso], [anon], [unknown], ...
-    ("n", name)                            named in the task (KSYMBOL: BPF programs, trampolines)
+    ("n", name)                            named in the task (KSYMBOL: BPF programs, trampolines;
+                                           run-time generated code: symbols/jitnames.py, whose
+                                           map file or jitdump only the task's host has)
 
 Names equal ``folded``'s for the same input and symbol options: the same rules, the same files.
 """
@@ -73,6 +75,9 @@ class AddressStacks(Sink):
             return ("d", UNKNOWN)
         if not self.symbols or m.path.startswith("["):
             return ("d", m.path)
+        jit = res.jit.find(m.path, ip)          # the task's own names (ctx naming is off)
+        if jit is not None:
+            return ("n", jit[0]) if jit[0] is not None else ("d", jit[2])
         return ("u", m.path, m.build_id or res.build_ids.get(m.path), m.file_offset(ip))
 
 

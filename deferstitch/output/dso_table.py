@@ -5,9 +5,13 @@ Cheap on purpose: only MMAP/MMAP2 records are parsed, files are located by their
 build ids (symbols/locate.py), and no symbol table or kallsyms is read.
 """
 from ..abi import consts as C
+import os
+
+from ..symbols.jitdump import JitDump, marker_pid
 from ..symbols.kallsyms import KALLSYMS_DSO
 from ..symbols.locate import Locator
-from .perf_records import default_kallsyms, kernel_build_id, parse_map
+from ..symbols.perfmap import PerfMap, map_file, map_pid
+from .perf_records import default_kallsyms, kernel_build_id, mapped_dso, parse_map
 from .tables import table
 
 
@@ -27,13 +31,14 @@ class DsoTable:
             m = parse_map(self.perf, rec)
         except ValueError:
             return                   # a damaged side-band record: info counts it all the same
-        path = KALLSYMS_DSO if m.filename.startswith(KALLSYMS_DSO) else m.filename
+        path = KALLSYMS_DSO if m.filename.startswith(KALLSYMS_DSO) else mapped_dso(m, rec.misc)
         self.seen.setdefault((path, m.build_id or self.recorded.get(path)), m.pid == -1)
 
     def rows(self):
         """[{dso, build_id, symbols, via, binary}]: symbols None when nothing names the dso, and
         via then says why."""
         out = []
+        dumps = {marker_pid(path): path for path, _b in self.seen if marker_pid(path) is not None}
         for (path, build_id), kernel in self.seen.items():
             row = {"dso": path, "build_id": build_id, "symbols": None, "via": None, "binary": None}
             if path == KALLSYMS_DSO:
@@ -41,6 +46,10 @@ class DsoTable:
                 self._kernel(row)
             elif kernel:                 # a module: named through the kernel's kallsyms
                 self._kernel(row)
+            elif map_pid(path) is not None:
+                self._perf_map(row, dumps.get(map_pid(path)))
+            elif marker_pid(path) is not None:
+                self._jitdump(row)
             elif path.startswith("[") or path.startswith("//") or not path.startswith("/"):
                 row["via"] = "not a file"
             else:
@@ -52,6 +61,33 @@ class DsoTable:
                     row["binary"] = where.runtime
             out.append(row)
         return out
+
+    def _perf_map(self, row, dump):
+        """Executable anonymous memory: named by the runtime's map file (symbols/perfmap.py),
+        and first by the process's jitdump (``dump``, its own row) when there is one."""
+        where = map_file(row["dso"], self.locator.symfs)
+        first = "jitdump %s first, then " % dump if dump else ""
+        try:
+            row["symbols"], row["via"] = where, first + "perf map: %d entries" % len(PerfMap(where))
+        except OSError as err:
+            row["via"] = first + "perf map %s: %s" % (where, err.strerror or err)
+
+    def _jitdump(self, row):
+        """A jitdump's marker mapping: the dump names the code of /tmp/perf-PID.map."""
+        where = map_file(row["dso"], self.locator.symfs)
+        if not os.path.isfile(where):
+            row["via"] = "jitdump %s: not found" % where
+            return
+        try:
+            dump = JitDump(where)
+        except OSError as err:
+            row["via"] = "jitdump %s: %s" % (where, err.strerror or err)
+            return
+        row["symbols"] = where
+        row["via"] = "jitdump: %d pieces of code name /tmp/perf-%d.map" % (len(dump.codes),
+                                                                             marker_pid(row["dso"]))
+        if dump.error:
+            row["via"] += "; " + dump.error
 
     def _kernel(self, row):
         if self.kallsyms:

@@ -5,7 +5,9 @@ from ..abi import consts as C
 from ..abi import records as R
 from ..errors import DeferstitchError
 from ..symbols.kallsyms import KALLSYMS_DSO, Kallsyms, find_kallsyms
+from ..symbols.jitdump import marker_pid
 from ..symbols.maps import Maps
+from ..symbols.perfmap import PROT_EXEC, map_dso
 from ..symbols.resolver import Resolver
 
 
@@ -54,6 +56,19 @@ def parse_map(perf, rec):
     return R.parse_mmap(rec.data, perf.endian, body_end)
 
 
+def mapped_dso(m, misc):
+    """The dso perf names a mapping by: its file, or ``/tmp/perf-PID.map`` for executable
+    anonymous memory (symbols/perfmap.py). A MMAP (no prot) is executable unless marked data."""
+    prot = m.prot if m.prot is not None else (0 if misc & C.PERF_RECORD_MISC_MMAP_DATA else PROT_EXEC)
+    return map_dso(m.filename, m.pid, prot, m.flags)
+
+
+def same_clock(perf):
+    """Whether every event was recorded with CLOCK_MONOTONIC (perf record -k 1): the clock of
+    jitdump times, which only then compare with the samples' (perf inject --jit requires it)."""
+    return all(ent.attr.use_clockid and ent.attr.clockid == 1 for ent in perf.evlist.entries)
+
+
 class PerfContext:
     """Tracks maps, comms and symbol sources from the records an output sees, for naming frames."""
 
@@ -75,6 +90,8 @@ class PerfContext:
         self._load_kallsyms(ks if symbols else None)
         for ent in perf.feature(C.HEADER_BUILD_ID) or ():
             self.resolver.build_ids.setdefault(ent["filename"], ent["build_id"])
+        self.jit = self.resolver.jit
+        self.jit.timed = same_clock(perf)
 
     def _load_kallsyms(self, ks):
         self.kallsyms_path = ks
@@ -86,6 +103,10 @@ class PerfContext:
 
     def observe(self, rec):
         t, e = rec.type, self.perf.endian
+        if self.jit.pending:            # a jitdump reuses addresses: names change with time
+            now = self.perf.evlist.time_of(rec)
+            if now is not None and self.jit.advance(now):
+                self.resolver.invalidate()
         if t not in (C.PERF_RECORD_MMAP, C.PERF_RECORD_MMAP2, C.PERF_RECORD_COMM,
                      C.PERF_RECORD_FORK, C.PERF_RECORD_EXIT, C.PERF_RECORD_KSYMBOL):
             return
@@ -109,6 +130,9 @@ class PerfContext:
                     if self.resolver.kallsyms is not None:
                         self.resolver.kallsyms.relocate(m.pgoff)   # pgoff = the recorded _text
                         self.resolver.invalidate()
+                name = mapped_dso(m, rec.misc)
+                if marker_pid(name) == m.pid:       # (read with names off too: fleet's tasks)
+                    self._jitdump(m, rec)
                 self.maps.add(m.pid, m.addr, m.len, m.pgoff, name, m.build_id)
             elif t == C.PERF_RECORD_COMM:
                 c = R.parse_comm(rec.data, e, body_end, rec.misc)
@@ -126,6 +150,16 @@ class PerfContext:
                 self.resolver.invalidate()
         except ValueError:
             pass        # a damaged side-band record only costs names, never samples
+
+    def _jitdump(self, m, rec):
+        """A runtime's marker mapping of its jitdump: read the dump, say what was wrong with it."""
+        jit = self.jit
+        seen = len(jit.warnings)
+        jit.now = self.perf.evlist.time_of(rec)
+        jit.add_dump(m.pid, m.filename)
+        if self.warn is not None:
+            for line in jit.warnings[seen:]:
+                self.warn("deferstitch: " + line)
 
     def comm(self, s):
         """As perf names a thread: its COMM, "swapper" for the idle task 0, else ":tid"."""

@@ -7,7 +7,10 @@ fit; the cut is counted (``truncated_user_stacks`` in the report the file carrie
 
 The stitch report travels inside the file, as JSON in header feature section ``REPORT_FEATURE``
 (250, a bit perf has not assigned: perf 6.1 and 7.x skip it as "unknown feature"), so that the
-perf script plugin on the stitched file shows the same report as on the original.
+perf script plugin on the stitched file shows the same report as on the original. ``perf inject``
+cannot take such a file: perf 7.2 copies a file's features by walking all 256 bits into its table of
+known ones (util/header.c, perf_header__adds_write -> do_write_feat: feat_ops[250], past the end)
+and dies with SIGSEGV; ``stitch --no-report`` leaves the section out for that.
 """
 import json
 import struct
@@ -43,8 +46,9 @@ REPORT_FEATURE = 250
 
 
 class StitchedFile:
-    def __init__(self, f, perf, compat=True):
+    def __init__(self, f, perf, compat=True, keep_report=True):
         self.perf = perf
+        self.keep_report = keep_report
         self.report = None          # set by the caller before close()
         self.endian = perf.endian
         self.writer = PerfWriter(f, perf.endian, compat=compat, entries=perf.evlist.entries)
@@ -76,7 +80,7 @@ class StitchedFile:
 
     def close(self):
         features = dict(self.perf.features)
-        if self.report is not None:
+        if self.report is not None and self.keep_report:
             if self.truncated:
                 self.report.extra["truncated_user_stacks"] = {"samples": self.truncated,
                                                               "frames": self.truncated_frames}

@@ -8,6 +8,7 @@ build id differs from the recorded one is refused (its symbols would be someone 
 (file, offset) is resolved once.
 """
 from .elf import ElfSymbols
+from .jitnames import JitNames
 from .locate import Locator
 from .maps import KERNEL_DSO, KERNEL_START
 
@@ -28,6 +29,7 @@ class Resolver:
         self._generation = None
         self.epoch = 0           # bumped by invalidate(): callers cache names per (maps generation, epoch)
         self.refused = {}        # path -> why no symbols (build id mismatch, not found, ...)
+        self.jit = JitNames(symfs)   # run-time generated code: /tmp/perf-P.map dsos (jitnames.py)
 
     # -- finding binaries ----------------------------------------------------------------------
     def elf_for(self, path, build_id):
@@ -71,6 +73,9 @@ class Resolver:
             return None, 0, UNKNOWN
         if not self.enabled or m.path.startswith("["):
             return None, 0, m.path
+        hit = self.jit.find(m.path, ip)
+        if hit is not None:
+            return hit
         sym, off = self.file_symbol(m.path, m.build_id or self.build_ids.get(m.path), m.file_offset(ip))
         return sym, off, m.path
 
