@@ -7,7 +7,8 @@ build ids (symbols/locate.py), and no symbol table or kallsyms is read.
 from ..abi import consts as C
 from ..symbols.kallsyms import KALLSYMS_DSO
 from ..symbols.locate import Locator
-from .perf_records import default_kallsyms, kernel_build_id, parse_map
+from ..symbols.vdso import is_vdso
+from .perf_records import default_kallsyms, kernel_build_id, parse_map, vdso_source
 from .tables import table
 
 
@@ -15,6 +16,7 @@ class DsoTable:
     def __init__(self, perf, symfs=None, buildid_dir=None, kallsyms=None):
         self.perf = perf
         self.locator = Locator(symfs, buildid_dir)
+        self.locator.vdso = vdso_source(perf)
         self.kallsyms = kallsyms
         self.recorded = {}           # path -> build id, from the BUILD_ID feature
         for ent in perf.feature(C.HEADER_BUILD_ID) or ():
@@ -41,7 +43,7 @@ class DsoTable:
                 self._kernel(row)
             elif kernel:                 # a module: named through the kernel's kallsyms
                 self._kernel(row)
-            elif path.startswith("[") or path.startswith("//") or not path.startswith("/"):
+            elif not is_vdso(path) and (path.startswith("[") or path.startswith("//") or not path.startswith("/")):
                 row["via"] = "not a file"
             else:
                 where = self.locator.locate(path, build_id)

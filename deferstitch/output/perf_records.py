@@ -4,9 +4,10 @@ import os
 from ..abi import consts as C
 from ..abi import records as R
 from ..errors import DeferstitchError
-from ..symbols.kallsyms import KALLSYMS_DSO, Kallsyms, find_kallsyms
+from ..symbols.kallsyms import KALLSYMS_DSO, Kallsyms, find_kallsyms, running_build_id
 from ..symbols.maps import Maps
 from ..symbols.resolver import Resolver
+from ..symbols.vdso import VdsoSource
 
 
 def kernel_build_id(perf):
@@ -17,13 +18,26 @@ def kernel_build_id(perf):
     return None
 
 
+def kernel_release(perf):
+    """The recorded ``uname -r`` (the OSRELEASE feature), or None."""
+    try:
+        return perf.feature(C.FEATURE_IDS["OSRELEASE"]) or None
+    except OSError:
+        return None
+
+
 def default_kallsyms(perf, buildid_dir):
     """(kallsyms path or None, warning or None) for the recorded kernel (kallsyms_for())."""
-    try:
-        release = perf.feature(C.FEATURE_IDS["OSRELEASE"])
-    except OSError:
-        release = None
-    return kallsyms_for(kernel_build_id(perf), release, buildid_dir)
+    return kallsyms_for(kernel_build_id(perf), kernel_release(perf), buildid_dir)
+
+
+def vdso_source(perf):
+    """The recorded kernel, for [vdso] frames (symbols/vdso.py): its release, and whether it is
+    the running one (by build id as for kallsyms; by release when no build id was recorded)."""
+    def facts():             # asked at the first [vdso] frame: a pipe's features come first
+        release, build_id = kernel_release(perf), kernel_build_id(perf)
+        return release, running_build_id() == build_id if build_id else release == os.uname().release
+    return VdsoSource(facts=facts)
 
 
 def kallsyms_for(build_id, release, buildid_dir):
@@ -56,6 +70,7 @@ class PerfContext:
         self.maps = Maps()
         self.comms = {}
         self.resolver = Resolver(self.maps, None, symfs, buildid_dir, enabled=symbols)
+        self.resolver.locator.vdso = vdso_source(perf)
         self.warn = warn             # warn(line): what perf prints on stderr, once (None: silent)
         self._kernel_warning = None
         ks = kallsyms

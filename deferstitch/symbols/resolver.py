@@ -10,6 +10,7 @@ build id differs from the recorded one is refused (its symbols would be someone 
 from .elf import ElfSymbols
 from .locate import Locator
 from .maps import KERNEL_DSO, KERNEL_START
+from .vdso import is_vdso
 
 UNKNOWN = "[unknown]"
 
@@ -69,7 +70,7 @@ class Resolver:
         m = self.maps.find(pid, ip)
         if m is None:
             return None, 0, UNKNOWN
-        if not self.enabled or m.path.startswith("["):
+        if not self.enabled or m.path.startswith("[") and not is_vdso(m.path):
             return None, 0, m.path
         sym, off = self.file_symbol(m.path, m.build_id or self.build_ids.get(m.path), m.file_offset(ip))
         return sym, off, m.path
