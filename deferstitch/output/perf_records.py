@@ -65,11 +65,14 @@ def parse_map(perf, rec):
 class PerfContext:
     """Tracks maps, comms and symbol sources from the records an output sees, for naming frames."""
 
-    def __init__(self, perf, symbols=True, kallsyms=None, symfs=None, buildid_dir=None, warn=None):
+    def __init__(self, perf, symbols=True, kallsyms=None, symfs=None, buildid_dir=None, warn=None,
+                 inline=True):
         self.perf = perf
         self.maps = Maps()
         self.comms = {}
         self.resolver = Resolver(self.maps, None, symfs, buildid_dir, enabled=symbols)
+        self.resolver.inline = symbols and inline
+        self.resolver.warn = warn
         self.resolver.locator.vdso = vdso_source(perf)
         self.warn = warn             # warn(line): what perf prints on stderr, once (None: silent)
         self._kernel_warning = None

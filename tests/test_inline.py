@@ -1,0 +1,121 @@
+"""Inlined frames (symbols/dwarf.py) as perf 7.2 printed them in the guest: in ``script`` frame
+for frame, with their names, the holder's offset and "(inlined)"; in folded, speedscope and
+pprof as frames of their own (pprof: a Line each in the Location of their address); none with
+``--no-inline``."""
+import gzip
+import json
+import lzma
+import re
+from collections import Counter
+
+import pytest
+
+from conftest import CAPTURES, SCENARIOS, capture, run_cli
+from perf_text import parse_script
+from deferstitch.output.pprof_schema import messages
+
+
+NAMED = {"/opt/rig/workload_a", "/opt/rig/workload_b", "/opt/rig/workload_c", "inlined",
+         "[kernel.kallsyms]"}
+
+
+@pytest.fixture(scope="module")
+def symbols(capture_symbols):
+    return capture_symbols
+
+
+def ours(path, symbols, *extra):
+    r = run_cli("script", path, "-q", *symbols, *extra)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.decode()
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_script_frames_equal_perf_inlined_included(scenario, symbols):
+    """Every sample of perf's script.txt, all its frames, inlined ones included (the oracle's
+    last record may be cut: c_per_task's is capped at 16 MB)."""
+    path, folder = capture(scenario)
+    theirs = parse_script(lzma.open(folder / "script.txt.xz").read().decode(), inlined=True)
+    mine = parse_script(ours(path, symbols), inlined=True)
+    last = list(theirs)[-1]
+    inlined = compared = 0
+    for key, (_head, frames) in theirs.items():
+        if key == last and scenario == "c_per_task":
+            continue
+        got = [f for f in mine[key][1] if f[2] != "[vdso]"]     # [vdso]: tests/test_vdso.py
+        want = [f for f in frames if f[2] != "[vdso]"]
+        if want and want[-1] == (want[-1][0], "[unknown]", "[unknown]") and all(
+                f[2] == "[kernel.kallsyms]" for f in want[:-1]):
+            want = want[:-1]            # perf's unmerged sample: its cookie as a last frame
+            got = got[:len(want)]
+        # every frame at its place; names where the guest's files are here (the workloads,
+        # their inlined calls, the kernel: capture_symbols; not the guest's libc or ld.so)
+        assert [f[::2] for f in got] == [f[::2] for f in want], key
+        assert [f for f in got if f[2] in NAMED] == [f for f in want if f[2] in NAMED], key
+        compared += len(want)
+        inlined += sum(f[2] == "inlined" for f in want)
+    assert compared > 1000
+    assert inlined == sum(f[2] == "inlined" for _h, fr in theirs.values() for f in fr) - (
+        sum(f[2] == "inlined" for f in theirs[last][1]) if scenario == "c_per_task" else 0)
+
+
+def test_script_fields_inlined_count_c_per_task(symbols):
+    """perf's `-F comm,tid,time,ip,sym,dso` oracle of c_per_task has 7993 "(inlined)" lines in
+    the samples it shows: ours, without offsets, name the same functions at the same places."""
+    path, folder = capture("c_per_task")
+    text = lzma.open(folder / "script-fields.txt.xz").read().decode()
+    theirs = parse_script(text, inlined=True)
+    mine = parse_script(ours(path, symbols), inlined=True)
+    last = list(theirs)[-1]
+    n = 0
+    for key, (_h, frames) in theirs.items():
+        if key == last:
+            continue
+        got = [(ip, re.sub(r"\+0x[0-9a-f]+$", "", sym), dso) for ip, sym, dso in mine[key][1]]
+        for f in frames:
+            if f[2] == "inlined":
+                n += 1
+                i = frames.index(f)
+                assert got[i] == f and got[i + 1][0] == f[0] and got[i + 1][2] != "inlined", key
+    assert n >= 7990
+
+
+def folded(path, symbols, *extra):
+    r = run_cli("folded", path, "-q", *symbols, *extra)
+    assert r.returncode == 0, r.stderr
+    return Counter({l.rsplit(" ", 1)[0]: int(l.rsplit(" ", 1)[1]) for l in r.stdout.decode().splitlines()})
+
+
+def test_folded_and_no_inline(symbols):
+    """In folded, an inlined call is the frame above its holder (root first: main;now); with
+    --no-inline the same stacks without it, the same total."""
+    path, _ = capture("c_per_task")
+    with_inl, without = folded(path, symbols), folded(path, symbols, "--no-inline")
+    assert sum(with_inl.values()) == sum(without.values())
+    assert any(";main;now;" in k for k in with_inl) and not any(";now;" in k for k in without)
+    dropped = Counter()
+    for k, v in with_inl.items():
+        dropped[re.sub(r";main;now(?=;|$)", ";main", k)] += v
+    assert dropped == without
+
+
+def test_speedscope_and_pprof_carry_inlined_frames(symbols, tmp_path):
+    path, _ = capture("c_per_task")
+    out = tmp_path / "s.json"
+    r = run_cli("export", path, "-q", *symbols, "--format", "speedscope", "-o", out)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    names = [f["name"] for f in doc["shared"]["frames"]]
+    now, main = names.index("now"), names.index("main")
+    stacks = [s for p in doc["profiles"] for s in p["samples"]]
+    assert any(s[i:i + 2] == [main, now] for s in stacks for i in range(len(s)))
+    pb = tmp_path / "p.pb.gz"
+    r = run_cli("export", path, "-q", *symbols, "--format", "pprof", "-o", pb)
+    assert r.returncode == 0, r.stderr
+    prof = messages()["Profile"]()
+    prof.ParseFromString(gzip.decompress(pb.read_bytes()))
+    strings = prof.string_table
+    fname = {f.id: strings[f.name] for f in prof.function}
+    # a Location per address; the calls inlined there are its first Lines, the holder last
+    multi = [[fname[l.function_id] for l in loc.line] for loc in prof.location if len(loc.line) > 1]
+    assert multi and all(lines[-1] == "main" and lines[:-1] == ["now"] for lines in multi)
