@@ -3,6 +3,7 @@ for frame, with their names, the holder's offset and "(inlined)"; in folded, spe
 pprof as frames of their own (pprof: a Line each in the Location of their address); none with
 ``--no-inline``."""
 import gzip
+import os
 import json
 import lzma
 import re
@@ -119,3 +120,63 @@ def test_speedscope_and_pprof_carry_inlined_frames(symbols, tmp_path):
     # a Location per address; the calls inlined there are its first Lines, the holder last
     multi = [[fname[l.function_id] for l in loc.line] for loc in prof.location if len(loc.line) > 1]
     assert multi and all(lines[-1] == "main" and lines[:-1] == ["now"] for lines in multi)
+
+
+def plugin_tree(tmp_path, with_elftools):
+    """perf_scripts/ and deferstitch/ as the plugin finds them, with pyelftools beside them or
+    not (the sid chroot's python3 has none: it comes from this interpreter's copy)."""
+    import shutil
+    from conftest import ROOT
+    tree = tmp_path / ("with" if with_elftools else "without")
+    shutil.copytree(ROOT / "perf_scripts", tree / "perf_scripts")
+    shutil.copytree(ROOT / "deferstitch", tree / "deferstitch",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    if with_elftools:
+        import elftools
+        shutil.copytree(os.path.dirname(elftools.__file__), tree / "elftools",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    return tree
+
+
+@pytest.mark.parametrize("mode", ["", "--no-merge-callchains"])
+def test_perf_plugin_inlined_frames(mode, tmp_path, symbols):
+    """Inside perf 7.2 (its embedded python3.14): with pyelftools importable the plugin prints the
+    inlined frames perf script prints, in both merge modes (perf's Python callchain has perf's
+    inlined calls under their map's dso: marked as perf script marks them); without, the frames
+    we add come without them and it says so once."""
+    import subprocess
+    from conftest import need_sid_perf
+    tool = need_sid_perf()
+    path, folder = capture("compressed")
+    symfs, kallsyms = symbols[1], symbols[3]
+    (tmp_path / "kallsyms").write_bytes(lzma.open(kallsyms).read())
+    (tmp_path / "in.data").write_bytes(path.read_bytes())
+    want = parse_script(lzma.open(folder / "script.txt.xz").read().decode(), inlined=True)
+    n_inlined = sum(f[2] == "inlined" for _h, fr in want.values() for f in fr)
+    assert n_inlined > 0
+    for with_elftools in (True, False):
+        tree = plugin_tree(tmp_path, with_elftools)
+        out = tmp_path / ("out-%s.txt" % with_elftools)
+        p = subprocess.run([tool, "script", "-i", "in.data", "--kallsyms=./kallsyms", "--symfs=%s" % symfs,
+                            *([mode] if mode else []), "-s", str(tree / "perf_scripts" / "stitch.py"),
+                            "--", "-o", str(out)], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=600, env={**os.environ, "SID_BINDS": "%s:%s %s:%s" % (
+                               tree, tree, symfs, symfs)})
+        assert p.returncode == 0, p.stderr[-2000:]
+        got = parse_script(out.read_text(), inlined=True)
+        said = p.stderr.count("pyelftools is not installed: inlined frames are left out")
+        inlined = 0
+        for key, (_h, frames) in want.items():
+            mine = [f for f in got[key][1] if f[2] in NAMED]
+            theirs = [f for f in frames if f[2] in NAMED]
+            if all(f[2] == "[kernel.kallsyms]" for f in theirs):
+                continue        # a sample perf left unmerged: the plugin adds its user frames
+            if with_elftools:
+                assert mine == theirs, key
+                inlined += sum(f[2] == "inlined" for f in mine)
+            else:           # perf's own frames keep perf's inlined calls; ours come without
+                assert [f for f in mine if f[2] != "inlined"] == [f for f in theirs if f[2] != "inlined"], key
+        if with_elftools:
+            assert (inlined, said) == (n_inlined, 0)
+        else:               # said once, when the first file with DWARF is met (all ours: no merge)
+            assert said == 1 if mode else said <= 1
