@@ -180,3 +180,60 @@ def test_perf_plugin_inlined_frames(mode, tmp_path, symbols):
             assert (inlined, said) == (n_inlined, 0)
         else:               # said once, when the first file with DWARF is met (all ours: no merge)
             assert said == 1 if mode else said <= 1
+
+
+NESTED_SRC = r"""
+static inline __attribute__((always_inline)) int leaf(int x) { return x * 3 + (x >> 2); }
+static inline __attribute__((always_inline)) int mid(int x)
+{ int s = 0; for (int i = 0; i < x; i++) s += leaf(i ^ x); return s; }
+static inline __attribute__((always_inline)) int top(int x) { return mid(x) + mid(x + 1) * leaf(x); }
+int __attribute__((noinline)) work(int x) { return top(x) * 2 + leaf(x + 7); }
+int main(int argc, char **argv) { (void)argv; return work(argc) & 1; }
+"""
+
+
+def addr2line_chains(binary, addrs):
+    """{addr: [function, ...]} from binutils' addr2line -f -i: innermost first, the holder last."""
+    import subprocess
+    out = subprocess.run(["addr2line", "-a", "-f", "-i", "-e", str(binary)] + ["%#x" % a for a in addrs],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    chains, cur = {}, None
+    i = 0
+    while i < len(out):
+        if out[i].startswith("0x"):
+            cur = chains.setdefault(int(out[i], 16), [])
+            i += 1
+            continue
+        cur.append(out[i])
+        i += 2                  # function, then file:line
+    return chains
+
+
+@pytest.mark.parametrize("dwarf", ["-gdwarf-4", "-gdwarf-5"])
+def test_nested_chains_equal_addr2line(tmp_path, dwarf):
+    """Every address of a function holding calls inlined three deep (split in several ranges
+    at -O2: DW_AT_ranges, .debug_ranges in DWARF 4, .debug_rnglists in 5): our chain, innermost
+    first, is binutils addr2line's without its last entry (the holder)."""
+    import shutil
+    import subprocess
+    from deferstitch.symbols.dwarf import InlineInfo
+    from deferstitch.symbols.elf import ElfFile, ElfSymbols
+    for tool, pkg in (("gcc", "gcc"), ("addr2line", "binutils")):
+        if shutil.which(tool) is None:
+            pytest.skip("%s not installed: apt-get install %s" % (tool, pkg))
+    (tmp_path / "n.c").write_text(NESTED_SRC)
+    prog = tmp_path / "n"
+    subprocess.run(["gcc", "-O2", dwarf, "-o", prog, tmp_path / "n.c"], check=True)
+    syms = ElfSymbols(str(prog))
+    start, end = next((s, e) for s, e, n in syms.table.syms if n == "work")
+    addrs = list(range(start, end))
+    want = addr2line_chains(prog, addrs)
+    info = InlineInfo(str(prog))
+    depth = Counter()
+    for a in addrs:
+        got = info.chain(a)
+        assert list(got) + ["work"] == want[a], hex(a)
+        depth[len(got)] += 1
+    assert depth[2] and depth[3] > 0            # leaf in mid in top: chains three deep
+    elf = ElfFile(str(prog))
+    assert elf.has(".debug_rnglists" if dwarf == "-gdwarf-5" else ".debug_ranges", 1)
