@@ -88,3 +88,15 @@ def test_own_image_is_this_kernels_vdso(tmp_path):
     loc = Locator(None, str(tmp_path))
     loc.vdso = VdsoSource(None, running=False)
     assert loc.locate("[vdso]", None).symtab is None
+
+
+def test_info_says_which_file_names_vdso_and_inlined_calls(symfs):
+    import json
+    path, _ = capture("c_per_task")
+    r = run_cli("info", path, "--json", "--symfs", symfs)
+    assert r.returncode == 0, r.stderr
+    rows = {d["dso"]: d for d in json.loads(r.stdout)["dsos"]}
+    vdso = str(symfs / "usr/lib/debug/lib/modules" / RELEASE / "vdso" / "vdso64.so")
+    assert (rows["[vdso]"]["symbols"], rows["[vdso]"]["via"]) == (vdso, "kernel-debuginfo")
+    assert rows["/opt/rig/workload_c"]["dwarf"] == str(symfs / "opt/rig/workload_c")
+    assert rows["[vdso]"]["dwarf"] is None        # perf's image has none: no inlined frames there

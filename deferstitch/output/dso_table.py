@@ -7,6 +7,7 @@ build ids (symbols/locate.py), and no symbol table or kallsyms is read.
 from ..abi import consts as C
 from ..symbols.kallsyms import KALLSYMS_DSO
 from ..symbols.locate import Locator
+from ..symbols.dwarf import has_debug_info
 from ..symbols.vdso import is_vdso
 from .perf_records import default_kallsyms, kernel_build_id, parse_map, vdso_source
 from .tables import table
@@ -33,11 +34,12 @@ class DsoTable:
         self.seen.setdefault((path, m.build_id or self.recorded.get(path)), m.pid == -1)
 
     def rows(self):
-        """[{dso, build_id, symbols, via, binary}]: symbols None when nothing names the dso, and
-        via then says why."""
+        """[{dso, build_id, symbols, via, binary, dwarf}]: symbols None when nothing names the
+        dso, and via then says why; dwarf the file whose DWARF gives its inlined calls."""
         out = []
         for (path, build_id), kernel in self.seen.items():
-            row = {"dso": path, "build_id": build_id, "symbols": None, "via": None, "binary": None}
+            row = {"dso": path, "build_id": build_id, "symbols": None, "via": None, "binary": None,
+                   "dwarf": None}
             if path == KALLSYMS_DSO:
                 row["build_id"] = build_id or kernel_build_id(self.perf)
                 self._kernel(row)
@@ -52,6 +54,9 @@ class DsoTable:
                     row["via"] += "; refused " + where.why
                 if where.runtime != where.symtab:
                     row["binary"] = where.runtime
+                if not is_vdso(path):
+                    row["dwarf"] = next((f for f in dict.fromkeys((where.symtab, where.runtime))
+                                         if f and has_debug_info(f)), None)
             out.append(row)
         return out
 
@@ -69,5 +74,7 @@ class DsoTable:
         rows = self.rows()
         return table([[r["dso"], r["build_id"] or "-",
                        "(itself)" if r["symbols"] == r["dso"] else r["symbols"] or "-",
-                       r["via"] + (", binary " + r["binary"] if r["binary"] else "")] for r in rows],
+                       r["via"] + (", binary " + r["binary"] if r["binary"] else "")
+                       + ("; inlined calls from " + ("its DWARF" if r["dwarf"] == r["symbols"] else r["dwarf"])
+                          if r["dwarf"] else "")] for r in rows],
                      ["dso", "build id", "symbols from", "how"])
