@@ -237,3 +237,17 @@ def test_nested_chains_equal_addr2line(tmp_path, dwarf):
     assert depth[2] and depth[3] > 0            # leaf in mid in top: chains three deep
     elf = ElfFile(str(prog))
     assert elf.has(".debug_rnglists" if dwarf == "-gdwarf-5" else ".debug_ranges", 1)
+
+
+def test_flamegraph_has_inlined_frames(symbols, tmp_path):
+    """The flame graph draws an inlined call as a frame above its holder (the SVG's frames carry
+    their names); --no-inline draws none."""
+    path, _ = capture("c_per_task")
+    names = {}
+    for extra in ((), ("--no-inline",)):
+        out = tmp_path / ("f%d.svg" % len(extra))
+        r = run_cli("flamegraph", path, "-q", *symbols, "-o", out, *extra)
+        assert r.returncode == 0, r.stderr
+        names[extra] = set(re.findall(r'data-name="([^"]*)"', out.read_text()))
+    assert {"main", "now"} <= names[()]
+    assert "main" in names[("--no-inline",)] and "now" not in names[("--no-inline",)]
