@@ -251,3 +251,26 @@ def test_flamegraph_has_inlined_frames(symbols, tmp_path):
         names[extra] = set(re.findall(r'data-name="([^"]*)"', out.read_text()))
     assert {"main", "now"} <= names[()]
     assert "main" in names[("--no-inline",)] and "now" not in names[("--no-inline",)]
+
+
+@pytest.mark.parametrize("section,pattern", [(".debug_info", b"\xff"), (".debug_info", b"\x00"),
+                                             (".debug_abbrev", b"\x7f"), (".debug_rnglists", b"\xee")])
+def test_damaged_dwarf_costs_only_inlined_frames(tmp_path, section, pattern):
+    """A binary whose DWARF is garbage (bytes overwritten in place): its symbols still name the
+    frames, inlined frames are left out, no traceback."""
+    from deferstitch.symbols.elf import ElfFile
+    if not (CAPTURES / "bin").exists():
+        pytest.skip("real captures not found (../shared/captures)")
+    path, _ = capture("c_per_task")
+    root = tmp_path / "symfs"
+    (root / "opt/rig").mkdir(parents=True)
+    binary = bytearray((CAPTURES / "bin" / "workload_c").read_bytes())
+    elf = ElfFile(str(CAPTURES / "bin" / "workload_c"))
+    sec = elf.by_name[section]
+    elf.m.close()
+    binary[sec.offset:sec.offset + sec.size] = pattern * sec.size
+    (root / "opt/rig/workload_c").write_bytes(bytes(binary))
+    r = run_cli("script", path, "-q", "--symfs", root, "--kallsyms", CAPTURES / "kallsyms.xz")
+    assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr[-2000:]
+    text = r.stdout.decode()
+    assert " main+0x" in text and "reader_level1+0x" in text
