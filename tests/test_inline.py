@@ -192,10 +192,10 @@ int main(int argc, char **argv) { (void)argv; return work(argc) & 1; }
 """
 
 
-def addr2line_chains(binary, addrs):
+def addr2line_chains(binary, addrs, tool="addr2line"):
     """{addr: [function, ...]} from binutils' addr2line -f -i: innermost first, the holder last."""
     import subprocess
-    out = subprocess.run(["addr2line", "-a", "-f", "-i", "-e", str(binary)] + ["%#x" % a for a in addrs],
+    out = subprocess.run([tool, "-a", "-f", "-i", "-e", str(binary)] + ["%#x" % a for a in addrs],
                          capture_output=True, text=True, check=True).stdout.splitlines()
     chains, cur = {}, None
     i = 0
@@ -209,25 +209,28 @@ def addr2line_chains(binary, addrs):
     return chains
 
 
-@pytest.mark.parametrize("dwarf", ["-gdwarf-4", "-gdwarf-5"])
-def test_nested_chains_equal_addr2line(tmp_path, dwarf):
+@pytest.mark.parametrize("cc,dwarf,a2l", [("gcc", "-gdwarf-4", "addr2line"), ("gcc", "-gdwarf-5", "addr2line"),
+                                          ("clang-14", "-gdwarf-5", "llvm-addr2line-14")])
+def test_nested_chains_equal_addr2line(tmp_path, cc, dwarf, a2l):
     """Every address of a function holding calls inlined three deep (split in several ranges
-    at -O2: DW_AT_ranges, .debug_ranges in DWARF 4, .debug_rnglists in 5): our chain, innermost
-    first, is binutils addr2line's without its last entry (the holder)."""
+    at -O2: DW_AT_ranges, .debug_ranges in DWARF 4, .debug_rnglists in 5; clang's DWARF 5 gives
+    them as indexes, DW_FORM_rnglistx and DW_FORM_addrx): our chain, innermost first, is
+    addr2line's without its last entry (the holder). For clang's output the oracle is LLVM's
+    addr2line: binutils 2.40's misses the inlined calls of its DW_FORM_rnglistx ranges."""
     import shutil
     import subprocess
     from deferstitch.symbols.dwarf import InlineInfo
     from deferstitch.symbols.elf import ElfFile, ElfSymbols
-    for tool, pkg in (("gcc", "gcc"), ("addr2line", "binutils")):
+    for tool, pkg in ((cc, cc), (a2l, "binutils" if a2l == "addr2line" else "llvm-14")):
         if shutil.which(tool) is None:
             pytest.skip("%s not installed: apt-get install %s" % (tool, pkg))
     (tmp_path / "n.c").write_text(NESTED_SRC)
     prog = tmp_path / "n"
-    subprocess.run(["gcc", "-O2", dwarf, "-o", prog, tmp_path / "n.c"], check=True)
+    subprocess.run([cc, "-O2", dwarf, "-o", prog, tmp_path / "n.c"], check=True)
     syms = ElfSymbols(str(prog))
     start, end = next((s, e) for s, e, n in syms.table.syms if n == "work")
     addrs = list(range(start, end))
-    want = addr2line_chains(prog, addrs)
+    want = addr2line_chains(prog, addrs, a2l)
     info = InlineInfo(str(prog))
     depth = Counter()
     for a in addrs:

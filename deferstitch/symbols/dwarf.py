@@ -1,5 +1,5 @@
-"""Inlined calls at an address, from a file's DWARF (.debug_info, .debug_abbrev, .debug_ranges or
-DWARF 5's .debug_rnglists), read with pyelftools; the chain perf 7.x prints as ``(inlined)``
+"""Inlined calls at an address, from a file's DWARF (.debug_info, .debug_abbrev, .debug_aranges,
+.debug_ranges, or DWARF 5's .debug_rnglists and .debug_addr), read with pyelftools; the chain perf 7.x prints as ``(inlined)``
 frames above the frame that holds them.
 
 perf (util/libdw.c libdw__addr2line, dwarf-aux.c cu_walk_functions_at) takes the compile unit
@@ -33,7 +33,8 @@ def has_debug_info(path):
 
 
 _FUNCS = ("DW_TAG_subprogram", "DW_TAG_inlined_subroutine")
-_ADDR_FORMS = ("DW_FORM_addr",)
+_ADDR_FORMS = ("DW_FORM_addr", "DW_FORM_addrx", "DW_FORM_addrx1", "DW_FORM_addrx2", "DW_FORM_addrx3",
+               "DW_FORM_addrx4", "DW_FORM_GNU_addr_index")
 
 
 class _Node:
@@ -104,13 +105,16 @@ class InlineInfo:
         return out
 
     def _ranges(self, die, cu, base):
+        """[(low, high)] of a DIE: DW_AT_low_pc/high_pc or DW_AT_ranges. DWARF 5's indexes
+        (DW_FORM_addrx into .debug_addr, DW_FORM_rnglistx into the unit's offsets table, as
+        clang writes them) come translated by pyelftools (0.29 too)."""
         a = die.attributes
         lo, hi = a.get("DW_AT_low_pc"), a.get("DW_AT_high_pc")
         if lo is not None and hi is not None and lo.form in _ADDR_FORMS:
-            end = hi.value if hi.form in _ADDR_FORMS else lo.value + hi.value
-            return [(lo.value, end)]
+            return [(lo.value, hi.value if hi.form in _ADDR_FORMS else lo.value + hi.value)]
         r = a.get("DW_AT_ranges")
-        if r is None or r.form not in ("DW_FORM_sec_offset", "DW_FORM_data4", "DW_FORM_data8"):
+        if r is None or r.form not in ("DW_FORM_sec_offset", "DW_FORM_data4", "DW_FORM_data8",
+                                       "DW_FORM_rnglistx"):
             return []
         if self._rnglists is None:
             self._rnglists = self.dwarf.range_lists() or False
