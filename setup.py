@@ -16,7 +16,7 @@ setup(
     python_requires=">=3.9",
     # every format from a plain install (pprof is written by hand, output/pprof_wire.py): perf
     # record -z needs zstd, which the standard library has from Python 3.14 (compression.zstd)
-    install_requires=["tabulate", "zstandard; python_version < '3.14'"],
+    install_requires=["tabulate", "pyelftools", "zstandard; python_version < '3.14'"],
     extras_require={
         "compressed": [],           # kept so that `pip install deferstitch[compressed]` still works
         "fleet": ["dask[distributed]"],

@@ -20,6 +20,7 @@ so `cat` is the I/O floor and `cp` the floor of writing a copy.
     deferstitch stitch F -o out.data   deferstitch folded F   deferstitch report F --json
     deferstitch script F (perf script's text)   deferstitch export F --format pprof
     and stitch, folded with DEFERSTITCH_ACCEL=0 (the Python path)
+    deferstitch folded F --symfs S --kallsyms K [--no-inline]   (named, with and without inlined frames)
     perf script -i F (merged)          perf script -F tid,time,ip -i F      perf inject -i F -o inj.data
     on pipe-format inputs also: cat F | deferstitch folded|stitch|script -   (standard input)
 
@@ -53,6 +54,7 @@ CAPTURES = datafiles.CAPTURES
 SID_PERF = ROOT / "tools" / "sid-perf"
 TIME = shutil.which("time", path="/usr/bin:/bin") or "/usr/bin/time"
 CACHE = Path(os.environ.get("DEFERSTITCH_BENCH_DIR", Path.home() / ".cache" / "deferstitch-bench"))
+SYMFS = CACHE / "symfs"     # the captures' binaries at their guest paths (prepare())
 OUT = "bench-"              # what the commands write in CACHE (--goals: this run's own names)
 REAL = ["a_per_task", "b_per_task", "c_per_task", "syswide", "lost_per_task", "pipe", "compressed",
         "two_events_cpu_task", "baseline_fp_nodefer"]
@@ -82,6 +84,12 @@ def tools(have_perf, group):
         slow = ["env", "DEFERSTITCH_ACCEL=0"] + py
         out += [("ds stitch (Python path)", lambda f: slow + ["stitch", f, "-q", "-o", OUT + "out.data"]),
                 ("ds folded (Python path)", lambda f: slow + ["folded", f, "-q", "-o", os.devnull])]
+        # named as in the guest (its binaries under a --symfs, its kallsyms): the cost of the
+        # calls inlined at each address (DWARF), against the same names without them
+        named = ["--symfs", str(SYMFS), "--kallsyms", str(CAPTURES / "kallsyms.xz")]
+        out += [("ds folded named", lambda f: py + ["folded", f, "-q", "-o", os.devnull] + named),
+                ("ds folded named --no-inline",
+                 lambda f: py + ["folded", f, "-q", "-o", os.devnull, "--no-inline"] + named)]
     if have_perf:
         sp = str(SID_PERF)
         out += [("perf script", lambda f: [sp, "script", "-i", f])]
@@ -155,6 +163,7 @@ def prepare(quick):
     inputs = []
     datafiles.unpack()
     c_src = CAPTURES / "c_per_task" / "per-task.data"
+    make_symfs()
     real = ["c_per_task"] if quick else REAL
     for sc in real:
         src = CAPTURES / sc / FILES.get(sc, "per-task.data")
@@ -180,6 +189,13 @@ def prepare(quick):
             meta["files"][name] = list(count_records(CACHE / name)) + [(CACHE / name).stat().st_size]
     meta_path.write_text(json.dumps(meta, indent=1))
     return [(label, name, g, meta["files"][name]) for label, name, g in inputs]
+
+
+def make_symfs():
+    """SYMFS: the captures' binaries where the guest had them (/opt/rig)."""
+    (SYMFS / "opt" / "rig").mkdir(parents=True, exist_ok=True)
+    for name in ("workload_a", "workload_b", "workload_c"):
+        shutil.copy(CAPTURES / "bin" / name, SYMFS / "opt" / "rig" / name)
 
 
 def built(meta, src, what, k, pipe):
@@ -326,6 +342,10 @@ def targets(by, scale, inputs):
             x = ratio(inp, tool, tool + " (stdin)")
             if x is not None:
                 out.append("target standard input within 1.3x of the file (%s, %s): %.2fx" % (inp, tool, x))
+    for inp in scale[1:]:
+        x = ratio(inp, "ds folded named --no-inline", "ds folded named")
+        if x is not None:
+            out.append("target folded with inlined frames within 1.5x of --no-inline (%s): %.2fx" % (inp, x))
     for inp in [l for l, _n, g, _m in inputs if g in ("scale", "pipe")]:
         x = ratio(inp, "ds folded", "ds pprof")
         if x is not None:
@@ -356,10 +376,12 @@ def goal_inputs():
     c_src, p_src = CAPTURES / "c_per_task" / "per-task.data", CAPTURES / "pipe" / "pipe.data"
     datafiles.unpack()
     stdin = ["ds folded", "ds folded (stdin)", "ds stitch", "ds stitch (stdin)", "ds script", "ds script (stdin)"]
+    make_symfs()
     out = []
     for k in (10, 100):
         out.append(("c_per_task x%d" % k, built(meta, c_src, "c_per_task", k, False),
-                    ["cp", "ds stitch", "ds folded", "ds pprof", "perf script"]))
+                    ["cp", "ds stitch", "ds folded", "ds pprof", "perf script",
+                     "ds folded named", "ds folded named --no-inline"]))
         out.append(("c_per_task x%d pipe format" % k, built(meta, c_src, "c_per_task", k, True), stdin))
     out.append(("pipe x80", built(meta, p_src, "pipe", 80, True), stdin + ["ds pprof"]))
     meta_path.write_text(json.dumps(meta, indent=1))
@@ -457,6 +479,10 @@ def goal_lines(runs):
             lo, med, hi = spread(rs)
             out.append("%-8s stitch within 2x of cp, %s: best against best %.2fx (per round %.2fx [%.2f-%.2f])"
                        % ("MET" if best <= 2 else "NOT MET", c, best, med, lo, hi))
+    for label in ("c_per_task x10", "c_per_task x100"):
+        rs = ratio(label, "ds folded named --no-inline", "ds folded named")
+        if rs:
+            say(lambda x: x <= 1.5, "folded with inlined frames within 1.5x of --no-inline, %s" % label, rs)
     for label in ("c_per_task x10", "c_per_task x100", "pipe x80"):
         rs = ratio(label, "ds folded", "ds pprof")
         if rs:
@@ -466,7 +492,8 @@ def goal_lines(runs):
             rs = ratio(label, tool, tool + " (stdin)")
             if rs:
                 say(lambda x: x <= 1.3, "standard input within 1.3x of the file, %s, %s" % (tool, label), rs)
-    for tool, a, b in [(t, "c_per_task x10", "c_per_task x100") for t in ("ds stitch", "ds folded", "ds pprof")] \
+    for tool, a, b in [(t, "c_per_task x10", "c_per_task x100")
+                         for t in ("ds stitch", "ds folded", "ds pprof", "ds folded named")] \
             + [(t, "c_per_task x10 pipe format", "c_per_task x100 pipe format")
                for t in ("ds stitch (stdin)", "ds folded (stdin)", "ds script (stdin)")]:
         ra, rb = runs.get((a, tool)), runs.get((b, tool))

@@ -184,7 +184,8 @@ def _run(args, paths, opts, out, rep_f):
         client.close()
         if cluster is not None:
             cluster.close()
-    namer = StackNamer(symfs=args.symfs, buildid_dir=args.buildid_dir)
+    namer = StackNamer(symfs=args.symfs, buildid_dir=args.buildid_dir,
+                       inline=not getattr(args, "no_inline", False))
     lines = namer.folded(_with_kallsyms(stacks, namer.resolver.locator.buildid_dir))
     _write(args, lines, out)
     bad = [r for r in rows if r["error"]]

@@ -34,6 +34,7 @@ from .output.tables import render
 from .perfdata.feed import PerfFeed
 from .perfdata.reader import PerfData
 from .report import StitchReport
+from .symbols.resolver import INLINED
 
 USAGE = """usage: perf script [-i perf.data] -s perf_scripts/stitch.py -- [options]
   --folded          FlameGraph folded stacks instead of perf script's layout
@@ -149,6 +150,20 @@ class _Producer(threading.Thread):
             self.q.put(None)
 
 
+def _inlined_by_perf(frames):
+    """perf's Python callchain carries the frames perf adds for inlined calls, but with the dso of
+    their map: one is inlined when the next has the same address and offset (perf gives an
+    inlined call its holder's start) under another name. Marked as perf script prints them."""
+    out = list(frames)
+    for i in range(len(out) - 2, -1, -1):
+        ip, name, off, dso = out[i]
+        nxt = out[i + 1]
+        if name is not None and dso is not None and nxt[0] == ip and nxt[2] == off \
+                and nxt[1] is not None and nxt[1] != name:
+            out[i] = (ip, name, off, INLINED)
+    return out
+
+
 class Plugin:
     def __init__(self, argv=None, cmdline=None):
         self.opts = parse_args(sys.argv[1:] if argv is None else argv)
@@ -186,6 +201,9 @@ class Plugin:
                                    "that file" % (ver[0], ver[1], self.input))
         ctx = PerfContext(perf, kallsyms=perf_option(cmd, None, "--kallsyms"),
                           symfs=perf_option(cmd, None, "--symfs"))
+        # the user frames we add get their inlined calls when perf's Python has pyelftools;
+        # else one line says they are left out (Resolver.warn)
+        ctx.resolver.warn = lambda line: sys.stderr.write("deferstitch: %s\n" % line)
         self.ctx = ctx
         self.producer = _Producer(perf, ctx, self.opts["max_pending"])
         self.producer.start()
@@ -224,10 +242,11 @@ class Plugin:
             sym = fr.get("sym")
             name = sym.get("name") if sym else None
             frames.append((fr.get("ip"), name, fr.get("sym_off", 0) or 0, fr.get("dso")))
+        frames = _inlined_by_perf(frames)
         s = self.ours(tid, time) if self.producer is not None else None
         if s is not None and s.cookie == NO_COOKIE:     # perf knows no such chain: kernel part only
             if s.outcome == "stitched":
-                frames.extend(self._name(pid, ip) for ip in s.user)
+                frames.extend(f for ip in s.user for f in self._names(pid, ip))
                 self.served["we_stitched"] += 1
             else:
                 self.served["unmatched"] += 1
@@ -235,7 +254,7 @@ class Plugin:
                 and frames[-1][3] is None:
             frames.pop()                            # the cookie frame perf left in
             if s.outcome == "stitched":
-                frames.extend(self._name(pid, ip) for ip in s.user)
+                frames.extend(f for ip in s.user for f in self._names(pid, ip))
                 self.served["we_stitched"] += 1
             else:
                 self.served["unmatched"] += 1
@@ -246,7 +265,7 @@ class Plugin:
         else:
             self.served["unknown"] += 1
         for i, (ip, name, off, dso) in enumerate(frames):
-            if dso is not None and name is not None:
+            if dso is not None and name is not None and dso != INLINED:
                 self.names[(pid, ip)] = (name, off, dso)
             elif name is None and dso and dso.startswith("/tmp/perf-") and self.producer is not None:
                 # run-time generated code perf could not name (a jitdump it was not given
@@ -267,12 +286,12 @@ class Plugin:
             return
         self._print(d, comm, tid, time, frames)
 
-    def _name(self, pid, ip):
+    def _names(self, pid, ip):
+        """The frames of a user address we add: the calls inlined there (ours: Resolver.frames,
+        when pyelftools is here), then perf's name when perf showed the address, else ours."""
+        named = self.ctx.resolver.frames(pid, ip)
         hit = self.names.get((pid, ip))
-        if hit is not None:
-            return (ip,) + hit
-        sym, off, dso = self.ctx.resolver.frame(pid, ip)
-        return ip, sym, off, dso
+        return named if hit is None else named[:-1] + ((ip,) + hit,)
 
     def _print(self, d, comm, tid, time, frames):
         smp = d["sample"]

@@ -223,4 +223,5 @@ def context(perf, args, warn=None):
     """Maps, comms and symbol options for outputs that name frames; warn(line) for perf's
     warnings (a kernel whose symbols are not found)."""
     return PerfContext(perf, symbols=not args.no_symbols, kallsyms=args.kallsyms, symfs=args.symfs,
-                       buildid_dir=args.buildid_dir, warn=warn)
+                       buildid_dir=args.buildid_dir, warn=warn,
+                       inline=not getattr(args, "no_inline", False))

@@ -48,10 +48,10 @@ SCRIPT_HEAD = re.compile(r"^(.*?)\s+(-?\d+)\s+(?:\[\d+\]\s+)?(\d+\.\d+):")
 SCRIPT_FRAME = re.compile(r"^\t\s*([0-9a-f]+) (.*) \((.*)\)$")
 
 
-def parse_script(text):
+def parse_script(text, inlined=False):
     """{(tid, time text, n): (header line, [(ip, sym, dso)])} of perf script's default layout,
-    n counting samples with the same tid and time; addr2line's "(inlined)" lines and the
-    "(cookie)" frame left out."""
+    n counting samples with the same tid and time; the "(inlined)" lines (unless ``inlined``)
+    and the "(cookie)" frame left out."""
     out = {}
     head = None
     for line in text.split("\n"):
@@ -60,7 +60,7 @@ def parse_script(text):
             continue
         m = SCRIPT_FRAME.match(line)
         if m and head is not None:
-            if m.group(3) != "inlined" and m.group(2) != "(cookie)":
+            if (inlined or m.group(3) != "inlined") and m.group(2) != "(cookie)":
                 out[head][1].append((int(m.group(1), 16), m.group(2), m.group(3)))
             continue
         m = SCRIPT_HEAD.match(line)

@@ -93,8 +93,9 @@ def _kernel_text(maps):
 class StackNamer:
     """Names frame keys once each, with the symbol options of ``folded``."""
 
-    def __init__(self, symfs=None, buildid_dir=None):
+    def __init__(self, symfs=None, buildid_dir=None, inline=True):
         self.resolver = Resolver(Maps(), None, symfs, buildid_dir)
+        self.resolver.inline = inline
         self.kallsyms = {}
         self.names = {}
 
@@ -112,7 +113,11 @@ class StackNamer:
             return frame_name(None, key[1])
         if kind == "u":
             _k, path, build_id, off = key
-            return frame_name(self.resolver.file_symbol(path, build_id, off)[0], path)
+            res = self.resolver
+            sym = res.file_symbol(path, build_id, off)[0]
+            # the calls inlined there follow their holder, root first, as folded writes them
+            inlined = res.inlined(path, build_id, off) if sym is not None and res.inline else ()
+            return ";".join((frame_name(sym, path),) + inlined[::-1])
         _k, ks_path, dso, text, ip = key
         ks = self._kallsyms(ks_path)
         hit = None

@@ -4,14 +4,16 @@ its frames (or why none does), found the way script/folded/export find them.
 Cheap on purpose: only MMAP/MMAP2 records are parsed, files are located by their headers and
 build ids (symbols/locate.py), and no symbol table or kallsyms is read.
 """
-from ..abi import consts as C
 import os
 
+from ..abi import consts as C
+from ..symbols.dwarf import has_debug_info
 from ..symbols.jitdump import JitDump, marker_pid
 from ..symbols.kallsyms import KALLSYMS_DSO
 from ..symbols.locate import Locator
 from ..symbols.perfmap import PerfMap, map_file, map_pid
-from .perf_records import default_kallsyms, kernel_build_id, mapped_dso, parse_map
+from ..symbols.vdso import is_vdso
+from .perf_records import default_kallsyms, kernel_build_id, mapped_dso, parse_map, vdso_source
 from .tables import table
 
 
@@ -19,6 +21,7 @@ class DsoTable:
     def __init__(self, perf, symfs=None, buildid_dir=None, kallsyms=None):
         self.perf = perf
         self.locator = Locator(symfs, buildid_dir)
+        self.locator.vdso = vdso_source(perf)
         self.kallsyms = kallsyms
         self.recorded = {}           # path -> build id, from the BUILD_ID feature
         for ent in perf.feature(C.HEADER_BUILD_ID) or ():
@@ -35,12 +38,13 @@ class DsoTable:
         self.seen.setdefault((path, m.build_id or self.recorded.get(path)), m.pid == -1)
 
     def rows(self):
-        """[{dso, build_id, symbols, via, binary}]: symbols None when nothing names the dso, and
-        via then says why."""
+        """[{dso, build_id, symbols, via, binary, dwarf}]: symbols None when nothing names the
+        dso, and via then says why; dwarf the file whose DWARF gives its inlined calls."""
         out = []
         dumps = {marker_pid(path): path for path, _b in self.seen if marker_pid(path) is not None}
         for (path, build_id), kernel in self.seen.items():
-            row = {"dso": path, "build_id": build_id, "symbols": None, "via": None, "binary": None}
+            row = {"dso": path, "build_id": build_id, "symbols": None, "via": None, "binary": None,
+                   "dwarf": None}
             if path == KALLSYMS_DSO:
                 row["build_id"] = build_id or kernel_build_id(self.perf)
                 self._kernel(row)
@@ -50,7 +54,8 @@ class DsoTable:
                 self._perf_map(row, dumps.get(map_pid(path)))
             elif marker_pid(path) is not None:
                 self._jitdump(row)
-            elif path.startswith("[") or path.startswith("//") or not path.startswith("/"):
+            elif not is_vdso(path) and (path.startswith("[") or path.startswith("//")
+                                        or not path.startswith("/")):
                 row["via"] = "not a file"
             else:
                 where = self.locator.locate(path, build_id)
@@ -59,6 +64,9 @@ class DsoTable:
                     row["via"] += "; refused " + where.why
                 if where.runtime != where.symtab:
                     row["binary"] = where.runtime
+                if not is_vdso(path):
+                    row["dwarf"] = next((f for f in dict.fromkeys((where.symtab, where.runtime))
+                                         if f and has_debug_info(f)), None)
             out.append(row)
         return out
 
@@ -103,5 +111,7 @@ class DsoTable:
         rows = self.rows()
         return table([[r["dso"], r["build_id"] or "-",
                        "(itself)" if r["symbols"] == r["dso"] else r["symbols"] or "-",
-                       r["via"] + (", binary " + r["binary"] if r["binary"] else "")] for r in rows],
+                       r["via"] + (", binary " + r["binary"] if r["binary"] else "")
+                       + ("; inlined calls from " + ("its DWARF" if r["dwarf"] == r["symbols"] else r["dwarf"])
+                          if r["dwarf"] else "")] for r in rows],
                      ["dso", "build id", "symbols from", "how"])

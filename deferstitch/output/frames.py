@@ -25,7 +25,8 @@ def name_ips(pid, ips, ctx):
 
 
 class StackCache:
-    """``make(pid, frames)`` per (pid, ips), kept while that process's maps and the kernel's
+    """``make(pid, frames)`` per (pid, ips), each ip's frames with those inlined there
+    (Resolver.frames), kept while that process's maps and the kernel's
     symbols stand still: profiles repeat a few hundred stacks many thousand times. Processes
     whose maps are the same share their stacks (Maps.signature: the names of their addresses
     are the same), so a program run by many processes is named once. ``ips`` is a tuple (the
@@ -69,13 +70,13 @@ class StackCache:
                 texts.clear()
                 self.frames.clear()
             seq = ips if ips.__class__ is tuple else memoryview(ips).cast("Q").tolist()
-            frames, frame, named = self.frames, res.frame, []
+            frames, frame, named = self.frames, res.frames, []
             for ip in seq:
                 f = frames.get((sig, ip))
                 if f is None:       # (a context marker, in a flame graph's chain, has no name)
-                    f = (ip,) + frame(pid, ip) if ip < PERF_CONTEXT_MAX else (ip, None, 0, None)
+                    f = frame(pid, ip) if ip < PERF_CONTEXT_MAX else ((ip, None, 0, None),)
                     frames[(sig, ip)] = f
-                named.append(f)
+                named += f          # the frames inlined at ip, then its own
             hit = texts[(sig, ips)] = self.make(pid, named)
         return hit
 

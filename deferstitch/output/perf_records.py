@@ -4,11 +4,12 @@ import os
 from ..abi import consts as C
 from ..abi import records as R
 from ..errors import DeferstitchError
-from ..symbols.kallsyms import KALLSYMS_DSO, Kallsyms, find_kallsyms
+from ..symbols.kallsyms import KALLSYMS_DSO, Kallsyms, find_kallsyms, running_build_id
 from ..symbols.jitdump import marker_pid
 from ..symbols.maps import Maps
 from ..symbols.perfmap import PROT_EXEC, map_dso
 from ..symbols.resolver import Resolver
+from ..symbols.vdso import VdsoSource
 
 
 def kernel_build_id(perf):
@@ -19,14 +20,27 @@ def kernel_build_id(perf):
     return None
 
 
+def kernel_release(perf):
+    """The recorded ``uname -r`` (the OSRELEASE feature), or None."""
+    try:
+        return perf.feature(C.FEATURE_IDS["OSRELEASE"]) or None
+    except OSError:
+        return None
+
+
 def default_kallsyms(perf, buildid_dir, build_id=None):
     """(kallsyms path or None, warning or None) for the recorded kernel (kallsyms_for()), by
     ``build_id`` (the kernel map's) or the BUILD_ID feature's."""
-    try:
-        release = perf.feature(C.FEATURE_IDS["OSRELEASE"])
-    except OSError:
-        release = None
-    return kallsyms_for(build_id or kernel_build_id(perf), release, buildid_dir)
+    return kallsyms_for(build_id or kernel_build_id(perf), kernel_release(perf), buildid_dir)
+
+
+def vdso_source(perf):
+    """The recorded kernel, for [vdso] frames (symbols/vdso.py): its release, and whether it is
+    the running one (by build id as for kallsyms; by release when no build id was recorded)."""
+    def facts():             # asked at the first [vdso] frame: a pipe's features come first
+        release, build_id = kernel_release(perf), kernel_build_id(perf)
+        return release, running_build_id() == build_id if build_id else release == os.uname().release
+    return VdsoSource(facts=facts)
 
 
 def kallsyms_for(build_id, release, buildid_dir):
@@ -72,11 +86,15 @@ def same_clock(perf):
 class PerfContext:
     """Tracks maps, comms and symbol sources from the records an output sees, for naming frames."""
 
-    def __init__(self, perf, symbols=True, kallsyms=None, symfs=None, buildid_dir=None, warn=None):
+    def __init__(self, perf, symbols=True, kallsyms=None, symfs=None, buildid_dir=None, warn=None,
+                 inline=True):
         self.perf = perf
         self.maps = Maps()
         self.comms = {}
         self.resolver = Resolver(self.maps, None, symfs, buildid_dir, enabled=symbols)
+        self.resolver.inline = symbols and inline
+        self.resolver.warn = warn
+        self.resolver.locator.vdso = vdso_source(perf)
         self.warn = warn             # warn(line): what perf prints on stderr, once (None: silent)
         self._kernel_warning = None
         ks = kallsyms

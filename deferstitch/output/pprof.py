@@ -11,6 +11,7 @@ location ids, each label set once as bytes, and per sample one dict entry (an in
 array slots, so memory follows the output's size, not Python objects per sample."""
 from array import array
 
+from ..symbols.resolver import INLINED
 from ..model import OUTCOME_KEYS, PASSED, REASONS, STITCHED, UNMATCHED
 from . import pprof_wire as W
 from .frames import StackCache, counted_weight, sample_ips, sample_period
@@ -64,8 +65,8 @@ class Pprof(Sink):
                 self._tables[W.MAPPING].append(W.mapping(mid, 0, 0, 0, filename, 0))
         return mid
 
-    def _location(self, pid, ip, sym, off, dso):
-        key = (dso, ip, sym)
+    def _location(self, pid, ip, sym, off, dso, inlined=()):
+        key = (dso, ip, sym) + inlined
         lid = self.locations.get(key)
         if lid is not None:
             return lid
@@ -73,14 +74,18 @@ class Pprof(Sink):
         lid = self.locations[key] = len(self.locations) + 1
         mid = self._mapping(dso, m)
         name = sym if sym is not None else "[%s]" % dso.strip("[]").rsplit("/", 1)[-1]
+        self._tables[W.LOCATION].append(W.location(lid, mid, ip, self._function(name, dso),
+                                                   [self._function(n, dso) for n in inlined]))
+        return lid
+
+    def _function(self, name, dso):
         fkey = (name, dso)
         fid = self.functions.get(fkey)
         if fid is None:
             fid = self.functions[fkey] = len(self.functions) + 1
             sname = self.s(name)
             self._tables[W.FUNCTION].append(W.function(fid, sname, sname, self.s(dso)))
-        self._tables[W.LOCATION].append(W.location(lid, mid, ip, fid))
-        return lid
+        return fid
 
     def _stack(self, body):
         n = self._stacks.get(body)
@@ -91,10 +96,14 @@ class Pprof(Sink):
 
     def _stack_of(self, pid, frames):
         """The stack number of named frames (innermost first): their location ids, packed."""
-        known, ids = self.locations, []
+        known, ids, inlined = self.locations, [], ()
         for ip, sym, off, dso in frames:
-            lid = known.get((dso, ip, sym))
-            ids.append(lid if lid is not None else self._location(pid, ip, sym, off, dso))
+            if dso == INLINED:          # a Line of the next frame's Location (same address)
+                inlined += (sym,)
+                continue
+            lid = known.get((dso, ip, sym) + inlined)
+            ids.append(lid if lid is not None else self._location(pid, ip, sym, off, dso, inlined))
+            inlined = ()
         return self._stack(W.packed(ids))
 
     def resolved(self, s):

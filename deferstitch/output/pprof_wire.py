@@ -62,9 +62,12 @@ def mapping(mid, start, limit, offset, filename, build_id, has_functions=True):
                  + (b"\x38\x01" if has_functions else b""))
 
 
-def location(lid, mapping_id, address, function_id):
-    """Location { id 1; mapping_id 2; address 3; Line line 4 { function_id 1 } }, as a Profile field."""
+def location(lid, mapping_id, address, function_id, inlined=()):
+    """Location { id 1; mapping_id 2; address 3; Line line 4 { function_id 1 } }, as a Profile
+    field: a Line per function id of ``inlined`` (the calls inlined there, innermost first),
+    then the holder's."""
     return field(LOCATION, _opt(b"\x08", lid) + _opt(b"\x10", mapping_id) + _opt(b"\x18", address)
+                 + b"".join(field(b"\x22", _opt(b"\x08", f)) for f in inlined)
                  + field(b"\x22", _opt(b"\x08", function_id)))
 
 

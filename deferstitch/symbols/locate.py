@@ -30,6 +30,7 @@ import os
 from collections import namedtuple
 
 from .elf import SHT_DYNSYM, SHT_SYMTAB, ElfFile, file_crc32
+from .vdso import VdsoSource, is_vdso
 
 DEBUG_DIR = "/usr/lib/debug"
 
@@ -44,6 +45,7 @@ class Locator:
         self.symfs = symfs
         self.buildid_dir = buildid_dir or os.path.join(os.path.expanduser("~"), ".debug")
         self.debug_dir = self._symfs(DEBUG_DIR)
+        self.vdso = VdsoSource()  # the recorded kernel, for [vdso] (set by who knows the recording)
         self._found = {}          # (path, build id) -> Located
 
     def _symfs(self, path):
@@ -86,10 +88,15 @@ class Locator:
     def _locate(self, path, build_id):
         syms = runtime = kind = runtime_kind = loadable = None
         refused, tried = [], set()
-        link, own = _binary_facts(self._symfs(path))
-        # without a recorded build id the binary's own one still tells its debug files apart
-        want, whose = (build_id, "recorded") if build_id else (own, "the binary's")
-        for k, cand in self.candidates(path, build_id, link):
+        if is_vdso(path):           # no file is mapped: the kernel's image (vdso.py)
+            link, want, whose = None, build_id, "recorded"
+            cands = self.vdso.candidates(path, build_id, self.symfs, self.buildid_dir)
+        else:
+            link, own = _binary_facts(self._symfs(path))
+            # without a recorded build id the binary's own one still tells its debug files apart
+            want, whose = (build_id, "recorded") if build_id else (own, "the binary's")
+            cands = self.candidates(path, build_id, link)
+        for k, cand in cands:
             if cand in tried or not os.path.isfile(cand):
                 continue
             tried.add(cand)

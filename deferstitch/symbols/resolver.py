@@ -6,13 +6,21 @@ cache, /usr/lib/debug by path and by build id, ``--symfs DIR``, the recorded pat
 from the first file with a .symtab, addresses through the binary's own segments. A file whose
 build id differs from the recorded one is refused (its symbols would be someone else's). Each
 (file, offset) is resolved once.
+
+``frames()`` adds the calls inlined at an address (dwarf.py), innermost first, above the frame
+that holds them, as perf prints them: the inlined function's name, the holder's offset and
+``inlined`` for the dso. Not for kernel frames (kallsyms has no DWARF) nor [vdso] ones (perf
+names those from an image without DWARF), nor with ``inline=False`` (``--no-inline``).
 """
+from .dwarf import InlineInfo, has_debug_info
 from .elf import ElfSymbols
 from .jitnames import JitNames
 from .locate import Locator
 from .maps import KERNEL_DSO, KERNEL_START
+from .vdso import is_vdso
 
 UNKNOWN = "[unknown]"
+INLINED = "inlined"             # the dso of an inlined frame: perf prints "(inlined)"
 
 
 class Resolver:
@@ -30,6 +38,10 @@ class Resolver:
         self.epoch = 0           # bumped by invalidate(): callers cache names per (maps generation, epoch)
         self.refused = {}        # path -> why no symbols (build id mismatch, not found, ...)
         self.jit = JitNames(symfs)   # run-time generated code: /tmp/perf-P.map dsos (jitnames.py)
+        self.inline = enabled    # add inlined frames (frames())
+        self.warn = None         # warn(line): said once when pyelftools is missing
+        self._dwarf = {}         # (path, build id) -> InlineInfo or None
+        self._inlines = {}       # (path, build id, file offset) -> inlined names, innermost first
 
     # -- finding binaries ----------------------------------------------------------------------
     def elf_for(self, path, build_id):
@@ -71,7 +83,7 @@ class Resolver:
         m = self.maps.find(pid, ip)
         if m is None:
             return None, 0, UNKNOWN
-        if not self.enabled or m.path.startswith("["):
+        if not self.enabled or m.path.startswith("[") and not is_vdso(m.path):
             return None, 0, m.path
         hit = self.jit.find(m.path, ip)
         if hit is not None:
@@ -87,6 +99,58 @@ class Resolver:
             elf = self.elf_for(path, build_id)
             hit = self._cache[key] = (elf.find(off) if elf is not None else None) or (None, 0)
         return hit
+
+    def frames(self, pid, ip):
+        """((ip, sym, offset, dso), ...): frame(), preceded by the calls inlined there."""
+        sym, off, dso = self.frame(pid, ip)
+        if sym is None or not self.inline or ip >= KERNEL_START or dso.startswith("["):
+            return ((ip, sym, off, dso),)
+        m = self.maps.find(pid, ip)
+        if m is None or m.path != dso:      # named from a JIT map or dump: no DWARF behind it
+            return ((ip, sym, off, dso),)
+        names = self.inlined(m.path, m.build_id or self.build_ids.get(m.path), m.file_offset(ip))
+        return tuple((ip, name, off, INLINED) for name in names) + ((ip, sym, off, dso),)
+
+    def inlined(self, path, build_id, off):
+        """The names of the calls inlined at a file offset of a binary, innermost first."""
+        key = (path, build_id, off)
+        hit = self._inlines.get(key)
+        if hit is None:
+            info = self._dwarf_for(path, build_id)
+            elf = self.elf_for(path, build_id)
+            va = elf.vaddr(off) if info is not None and elf is not None else None
+            try:
+                hit = info.chain(va) if va is not None else ()
+            except Exception as err:        # damaged DWARF costs its inlined frames, no more
+                self.refused.setdefault(path, "DWARF: %s" % err)
+                hit = ()
+            if len(self._inlines) > 1 << 20:
+                self._inlines.clear()
+            self._inlines[key] = hit
+        return hit
+
+    def _dwarf_for(self, path, build_id):
+        """The InlineInfo of the first file found for the dso that has .debug_info, or None."""
+        key = (path, build_id)
+        if key in self._dwarf:
+            return self._dwarf[key]
+        found = None
+        where = self.locator.locate(path, build_id)
+        for cand in dict.fromkeys((where.symtab, where.runtime)):
+            if cand is None or not has_debug_info(cand):
+                continue
+            try:
+                found = InlineInfo(cand)
+            except ImportError:
+                self.inline = False
+                if self.warn is not None:
+                    self.warn("pyelftools is not installed: inlined frames are left out "
+                              "(pip install pyelftools, or apt-get install python3-pyelftools)")
+            except Exception as err:        # damaged: no inlined frames from it
+                self.refused.setdefault(path, "%s: DWARF: %s" % (cand, err))
+            break
+        self._dwarf[key] = found
+        return found
 
     def _kernel(self, ip):
         kmap = self.maps.kernel_map(ip)
