@@ -2,7 +2,6 @@
 for frame, with their names, the holder's offset and "(inlined)"; in folded, speedscope and
 pprof as frames of their own (pprof: a Line each in the Location of their address); none with
 ``--no-inline``."""
-import gzip
 import os
 import json
 import lzma
@@ -13,7 +12,7 @@ import pytest
 
 from conftest import CAPTURES, SCENARIOS, capture, run_cli
 from perf_text import parse_script
-from deferstitch.output.pprof_schema import messages
+from google_pprof import read_profile
 
 
 NAMED = {"/opt/rig/workload_a", "/opt/rig/workload_b", "/opt/rig/workload_c", "inlined",
@@ -113,8 +112,7 @@ def test_speedscope_and_pprof_carry_inlined_frames(symbols, tmp_path):
     pb = tmp_path / "p.pb.gz"
     r = run_cli("export", path, "-q", *symbols, "--format", "pprof", "-o", pb)
     assert r.returncode == 0, r.stderr
-    prof = messages()["Profile"]()
-    prof.ParseFromString(gzip.decompress(pb.read_bytes()))
+    prof = read_profile(pb)
     strings = prof.string_table
     fname = {f.id: strings[f.name] for f in prof.function}
     # a Location per address; the calls inlined there are its first Lines, the holder last

@@ -124,7 +124,6 @@ def test_names_as_perf_72(scenario, guest):
         assert "jit callback [tier 2]+0x" in text and "[unknown] (/tmp/perf-143.map)" in text
 
 
-@pytest.mark.xfail(strict=False, reason="needs [vdso] and inlined naming")
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_vdso_and_inlined_as_perf_72(scenario, guest):
     perf = lzma.decompress((NAMES / scenario / "script.txt.xz").read_bytes()).decode()
