@@ -4,8 +4,8 @@ script --symfs DIR --kallsyms FILE`, DIR holding the guest's binaries (their sym
 /tmp/perf-*.map and jit-*.dump, names every frame as perf's `perf script` did in the guest.
 
 Differences are counted by kind: JIT (a /tmp/perf-P.map or jitdump dso), python (py:: names),
-other frames must all match; [vdso] frames and perf's inlined lines need the [vdso] image and
-DWARF (their own test). Where the dump names a frame that perf (without perf inject --jit) left
+other frames must all match; [vdso] frames and perf's inlined lines need the kernel's vDSO image
+and DWARF: tests/test_names_vdso_inline.py checks them on the same captures. Where the dump names a frame that perf (without perf inject --jit) left
 [unknown], ours must be the dump's name, the one perf gives after perf inject --jit."""
 import lzma
 import os
@@ -122,17 +122,6 @@ def test_names_as_perf_72(scenario, guest):
     if scenario == "jit_map":                    # the map's names, the unnamed function too
         text = perf
         assert "jit callback [tier 2]+0x" in text and "[unknown] (/tmp/perf-143.map)" in text
-
-
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_vdso_and_inlined_as_perf_72(scenario, guest):
-    perf = lzma.decompress((NAMES / scenario / "script.txt.xz").read_bytes()).decode()
-    dump = scenario if scenario == "py_perf_jit" else None
-    bad, first, _n = compare(perf, ours(scenario, guest), dump)
-    assert not bad.get("vdso"), first
-    inlined = perf.count(" (inlined)\n")
-    mine = ours(scenario, guest).count(" (inlined)\n")
-    assert mine == inlined
 
 
 def dump_names(scenario):
