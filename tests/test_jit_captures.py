@@ -5,7 +5,7 @@ script --symfs DIR --kallsyms FILE`, DIR holding the guest's binaries (their sym
 
 Differences are counted by kind: JIT (a /tmp/perf-P.map or jitdump dso), python (py:: names),
 other frames must all match; [vdso] frames and perf's inlined lines need the kernel's vDSO image
-and DWARF: tests/test_names_vdso_inline.py checks them on the same captures. Where the dump names a frame that perf (without perf inject --jit) left
+and DWARF: their own test, with the kernel debug package's vdso64.so under the symfs. Where the dump names a frame that perf (without perf inject --jit) left
 [unknown], ours must be the dump's name, the one perf gives after perf inject --jit."""
 import lzma
 import os
@@ -22,6 +22,7 @@ from perf_text import parse_script, strip_unmerged_cookie
 
 NAMES = DATA / "names"
 KERNEL = 0xffff800000000000
+RELEASE = "7.2.13+deb14-amd64"      # the guest kernel: its vDSO image is the debug package's
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +36,9 @@ def guest(tmp_path_factory):
         out = root / packed.relative_to(NAMES / "symfs").with_suffix("")
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(lzma.decompress(packed.read_bytes()))
+    vdso = root / "usr/lib/debug/lib/modules" / RELEASE / "vdso" / "vdso64.so"
+    vdso.parent.mkdir(parents=True)
+    vdso.write_bytes(lzma.decompress((DATA / "vdso" / "vdso64.so.xz").read_bytes()))
     (root / "tmp").mkdir()
     for f in list(NAMES.glob("*/perf-*.map")) + list(NAMES.glob("*/jit-*.dump")):
         shutil.copy(f, root / "tmp" / f.name)
@@ -122,6 +126,30 @@ def test_names_as_perf_72(scenario, guest):
     if scenario == "jit_map":                    # the map's names, the unnamed function too
         text = perf
         assert "jit callback [tier 2]+0x" in text and "[unknown] (/tmp/perf-143.map)" in text
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_vdso_and_inlined_frames_as_perf_in_the_guest(scenario, guest):
+    """[vdso] frames from the kernel debug package's vdso64.so (tests/data/vdso), inlined calls
+    from the guest binaries' DWARF: as perf 7.2 printed them in the guest."""
+    mine_all = parse_script(ours(scenario, guest, "-q"), inlined=True)
+    theirs = parse_script(lzma.open(NAMES / scenario / "script.txt.xz").read().decode(), inlined=True)
+    vdso = inlined = 0
+    for key, (_h, frames) in theirs.items():
+        mine = mine_all[key][1]
+        if [f[0] for f in mine] != [f[0] for f in frames]:
+            continue                # a sample perf left unmerged: the user frames are ours alone
+        for a, b in zip(mine, frames):
+            if b[2] == "inlined":
+                inlined += 1
+                assert a == b, key
+            elif b[2] == "[vdso]":
+                vdso += 1
+                # perf's image (stripped, .dynsym) names its exported functions; the debug
+                # package's keeps local ones too, which perf leaves [unknown]
+                assert a == b or b[1] == "[unknown]" and a[2] == "[vdso]", key
+    assert vdso > 0
+    assert inlined == sum(f[2] == "inlined" for _h, fr in theirs.values() for f in fr)
 
 
 def dump_names(scenario):
