@@ -26,7 +26,8 @@ from ._ffi import (TEP_FIELD_IS_ARRAY, TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATI
                    TEP_FIELD_IS_SIGNED, TEP_FIELD_IS_STRING)
 
 _INT = {1: "b", 2: "h", 4: "i", 8: "q"}
-TOP = "top"         # the top buffer's name, as trace-cmd calls it (trace-split.c, "-B top")
+TOP = "top"
+_NEEDED = object()  # Event.number() & co without a default: the field must be there         # the top buffer's name, as trace-cmd calls it (trace-split.c, "-B top")
 
 # element type names -> size in bytes ("long" comes from the file's long size)
 _BASE_SIZES = {"char": 1, "u8": 1, "s8": 1, "short": 2, "u16": 2, "s16": 2, "int": 4, "u32": 4,
@@ -149,6 +150,36 @@ class Event:
 
     def get(self, name, default=None):
         return self[name] if name in self else default
+
+    def number(self, name, default=_NEEDED):
+        """Field ``name`` as one number (a cookie, a pid, an inode); a damaged format that makes
+        it an array or a string is a format error at this record. Absent: ``default``, or the
+        error of a missing field when none is given."""
+        return self._typed(name, default, int, "a number")
+
+    def numbers(self, name, default=_NEEDED):
+        """Field ``name`` as a list of numbers (a stack, its inodes and devices, callers)."""
+        v = self._typed(name, default, list, "an array of numbers")
+        if v is not default and not all(isinstance(x, int) for x in v):
+            raise self._wrong(name, "an array of numbers")
+        return v
+
+    def text(self, name, default=_NEEDED):
+        """Field ``name`` as a string (a path)."""
+        return self._typed(name, default, str, "a string")
+
+    def _typed(self, name, default, kind, what):
+        if default is not _NEEDED and name not in self:
+            return default
+        v = self[name]
+        if not isinstance(v, kind):
+            raise self._wrong(name, what)
+        return v
+
+    def _wrong(self, name, what):
+        return self.trace.error(self.offset, "field %r of %s:%s is declared %r, where deferstitch "
+                                "needs %s" % (name, self.system, self.name,
+                                              self.type.fields[name].type, what))
 
     def array(self, name, count):
         """``count`` elements of array field ``name``, read past its declared length when the

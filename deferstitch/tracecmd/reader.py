@@ -210,11 +210,11 @@ class FtraceFeed:
                 p.kernel = self._kernel(ev)
                 return
             if role == "cookie":
-                p.cookie = ev["cookie"]
+                p.cookie = ev.number("cookie")
             else:
-                callers = ev.get("caller") or []
+                callers = ev.numbers("caller", None) or []
                 p.user_stack = tuple((None, a) for a in _trim(callers, self.no_vma))
-                p.tgid = ev.get("tgid")
+                p.tgid = ev.number("tgid", None)
             self._close(cpu, p)             # the user part is written last: p is complete
             return
         if key == UNWIND_STACK:
@@ -352,9 +352,9 @@ class FtraceFeed:
         bisect.insort(self.fifo, (s.time, self.seq, s), lo=self.head)
         st.sample(s)
         if (ev.system, ev.name) == ("sched", "sched_process_exit"):
-            st.exit(ev.get("pid", ev.pid), ev.ts)
+            st.exit(ev.number("pid", ev.pid), ev.ts)
         elif (ev.system, ev.name) == ("sched", "sched_process_fork"):
-            child = ev.get("child_pid")
+            child = ev.number("child_pid", None)
             if child is not None:
                 st.reuse(child)
                 self.entries.pop((buf, child), None)
@@ -371,33 +371,33 @@ class FtraceFeed:
         if isinstance(size, int) and size >= 0 and "caller" in ev:
             callers = ev.array("caller", size)
         else:
-            callers = ev.get("caller") or []
+            callers = ev.numbers("caller", None) or []
         return tuple(_trim(callers, self.no_vma))
 
     def _inode(self, ev):
-        key = ev.get("inode", ev.get("hash"))
+        key = ev.number("inode", ev.number("hash", None))
         if key is None:
             self.anomalies["inode_cache without inode or hash"] += 1
             return
-        self.paths[(key, ev.get("dev"))] = ev.get("path", "")
+        self.paths[(key, ev.number("dev", None))] = ev.text("path", "")
 
     def _unwind_stack(self, ev, buf, st):
         pid = ev.pid
         self._flush_pid(buf, pid)       # its events may sit open on another CPU (migration)
-        stack = ev.get("stack") or []
+        stack = ev.numbers("stack", None) or []
         keys = None
         for name in ("inodes", "hashes", "hash"):
             if name in ev:
-                keys = ev[name]
+                keys = ev.numbers(name)
                 break
-        devs = ev.get("dev")
+        devs = ev.numbers("dev", None)
         frames = []
         for i, off in enumerate(stack):
             k = keys[i] if keys is not None and i < len(keys) else None
             d = devs[i] if devs is not None and i < len(devs) else None
             frames.append((self._path(k, d), off))
         self.served = []
-        cookie = ev["cookie"]
+        cookie = ev.number("cookie")
         self.buffers[buf].deferred_records += 1
         st.deferred(DeferredStack(pid, pid, cookie, ev.ts, tuple(frames)))
         served, self.served = self.served, None
