@@ -296,13 +296,18 @@ class Handle:
         self.records = 0
         self._plan = self._walk = None
         self._ids = {}              # cpu index -> the CPU number its records carry
+        self._unreadable = None     # a header that leaves no page readable
         self._choose_reader()
 
     def _choose_reader(self):
         """Walk every CPU's pages first (pages.py): then either our walker hands out the records
         (it agrees with libtracecmd on each CPU's first record: no time offsets to apply), or
         libtracecmd does, asked per CPU for no more records than the walk found good."""
-        plan = pages.plan(self)
+        try:
+            plan = pages.plan(self)
+        except FormatError as err:  # no page can be read: no record is, the error at the first
+            self._plan, self._taken, self._raised, self._unreadable = {}, {}, set(), err
+            return
         if plan is None:
             return
         agree = checked = 0
@@ -398,6 +403,9 @@ class Handle:
             return r
         if self._new_page:
             self._unchanged()
+        if self._unreadable is not None:
+            err, self._unreadable = self._unreadable, None
+            raise err
         if self._plan is not None:
             rp = self._next_planned()
         else:
