@@ -17,6 +17,7 @@ Decoding follows libtraceevent's rules (event-parse.c, tep_print_field / dynamic
     char name[N] / __data_loc char[] name   strings, cut at the first NUL
     T name[N]                               a list of N elements of sizeof(T)
 """
+import functools
 import heapq
 import struct
 
@@ -75,6 +76,14 @@ class Field:
 
     def read(self, data, endian):
         start, length = self.span(data, endian)
+        code = _INT.get(self.elem)
+        if code is not None and not self.is_string and 0 <= start and start + length <= len(data):
+            # the common case in one struct call (same values as _num element by element)
+            code = code if self.signed else code.upper()
+            if self.count == 0:
+                return _struct(endian + code).unpack_from(data, start)[0]
+            return list(_struct("%s%d%s" % (endian, length // self.elem, code)).unpack_from(
+                data, start))
         raw = data[start:start + length]
         if self.is_string:
             return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
@@ -83,6 +92,11 @@ class Field:
         n = length // self.elem if self.elem else 0
         return [_num(raw[i * self.elem:(i + 1) * self.elem], self.elem, self.signed, endian)
                 for i in range(n)]
+
+
+@functools.lru_cache(maxsize=256)
+def _struct(fmt):
+    return struct.Struct(fmt)
 
 
 def _num(raw, size, signed, endian):
@@ -188,6 +202,10 @@ class Event:
         f = self.type.fields[name]
         start = f.desc.offset
         n = max(0, min(count, (len(self.data) - start) // f.elem))
+        code = _INT.get(f.elem)
+        if code is not None and start >= 0:
+            return list(_struct("%s%d%s" % (self.trace.endian, n, code if f.signed else code.upper()))
+                        .unpack_from(self.data, start))
         return [_num(self.data[start + i * f.elem:start + (i + 1) * f.elem], f.elem, f.signed,
                      self.trace.endian) for i in range(n)]
 

@@ -167,7 +167,7 @@ class FtraceFeed:
         self.head = 0               # fifo[:head] were handed on
         self.seq = 0
         self.served = None          # samples stitched by the stack being fed, for on_stack
-        self.counts = Counter()     # events by system:name
+        self.counts = Counter()     # events by (system, name)
         self.anomalies = Counter()  # companions without their event, unknown inodes, ...
         self.missed_events = 0
 
@@ -179,9 +179,10 @@ class FtraceFeed:
 
     def event(self, ev):
         """One event, in the order trace-cmd report prints them (time order across CPUs)."""
-        key = (ev.system, ev.name)
-        self.counts["%s:%s" % key] += 1
-        if ev.type is None:         # a format that did not parse, or a damaged type id
+        t = ev.type
+        key = (t.system, t.name) if t is not None else (None, None)
+        self.counts[key] += 1
+        if t is None:               # a format that did not parse, or a damaged type id
             self.anomalies["events of a type with no event format"] += 1
         buf = getattr(ev, "buffer", TOP)
         cpu = (buf, ev.cpu)         # a ring buffer: CPU numbers are per trace buffer
@@ -243,7 +244,10 @@ class FtraceFeed:
         for st in self.stitchers.values():
             st.finish()
         self._drain()
-        self.report.extra.update({"events": dict(sorted(self.counts.items())),
+        events = Counter()
+        for key, n in self.counts.items():
+            events["%s:%s" % key] += n
+        self.report.extra.update({"events": dict(sorted(events.items())),
                                   "ftrace_anomalies": dict(sorted(self.anomalies.items())),
                                   "inode_cache_entries": len(self.paths),
                                   "buffers": {b: c.to_json() for b, c in self.buffers.items()}})
