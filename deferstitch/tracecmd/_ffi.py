@@ -500,7 +500,18 @@ class Handle:
 
     def _complete(self):
         """At the end of data: each CPU was read to its last pages. libtracecmd ends a CPU
-        quietly when it cannot read or decompress a page, which would pass for a short trace."""
+        quietly when it cannot read or decompress a page, which would pass for a short trace.
+        Where our walk counted each CPU's records (uncompressed data), it gave them all; else
+        it read on to the CPU's last page or the one before."""
+        if self._plan is not None:
+            for cpu, b in sorted(self._plan.items()):
+                if self._taken[cpu] < b.records:
+                    raise self.error(self._last.get(cpu, self.extents[cpu][0]), "CPU %d: "
+                                     "libtracecmd stopped reading here, after %d of the %d "
+                                     "records of this CPU: incomplete, %d records read"
+                                     % (self._ids.get(cpu, cpu), self._taken[cpu], b.records,
+                                        self.records))
+            return
         for cpu, (first, last) in sorted(self._extents.items()):
             reached = self._last.get(cpu)
             reached = first - self.page_size if reached is None else reached - reached % self.page_size
