@@ -38,9 +38,10 @@ _BASE_SIZES = {"char": 1, "u8": 1, "s8": 1, "short": 2, "u16": 2, "s16": 2, "int
 class Field:
     """How to read one field out of a payload: (name, reader) built once per event format."""
 
-    __slots__ = ("name", "type", "desc", "dynamic", "is_string", "elem", "signed", "count")
+    __slots__ = ("name", "type", "desc", "dynamic", "is_string", "elem", "signed", "count",
+                 "unpack", "offset", "end")
 
-    def __init__(self, desc, long_size):
+    def __init__(self, desc, long_size, endian="<"):
         self.name, self.type, self.desc = desc.name, desc.type, desc
         t = desc.type or ""
         flags = desc.flags
@@ -62,6 +63,12 @@ class Field:
         else:
             self.count = 0      # a scalar
             self.elem = desc.size
+        # a number at a fixed place: one struct call (Event.number), where the record holds it
+        code = _INT.get(self.elem)
+        self.unpack = None
+        self.offset, self.end = desc.offset, desc.offset + desc.size
+        if self.count == 0 and not self.dynamic and not self.is_string and code and desc.offset >= 0:
+            self.unpack = _struct(endian + (code if self.signed else code.upper())).unpack_from
 
     def span(self, data, endian):
         """(start, length) of the field's bytes in the payload."""
@@ -109,11 +116,12 @@ def _num(raw, size, signed, endian):
 class EventType:
     """One event format of the file: system, name, id and its fields (common ones apart)."""
 
-    def __init__(self, desc, long_size):
+    def __init__(self, desc, long_size, endian="<"):
         self.id, self.system, self.name = desc.id, desc.system, desc.name
+        self.key = (self.system, self.name)
         self.print_fmt = desc.print_fmt
-        self.common = {d.name: Field(d, long_size) for d in desc.common}
-        self.fields = {d.name: Field(d, long_size) for d in desc.fields}
+        self.common = {d.name: Field(d, long_size, endian) for d in desc.common}
+        self.fields = {d.name: Field(d, long_size, endian) for d in desc.fields}
 
     def __repr__(self):
         return "EventType(%s:%s id %d)" % (self.system, self.name, self.id)
@@ -169,6 +177,9 @@ class Event:
         """Field ``name`` as one number (a cookie, a pid, an inode); a damaged format that makes
         it an array or a string is a format error at this record. Absent: ``default``, or the
         error of a missing field when none is given."""
+        f = self.type.fields.get(name) if self.type is not None else None
+        if f is not None and f.unpack is not None and f.end <= len(self.data):
+            return f.unpack(self.data, f.offset)[0]
         return self._typed(name, default, int, "a number")
 
     def numbers(self, name, default=_NEEDED):
@@ -234,7 +245,7 @@ class Trace:
         self._h = _ffi.Handle(self.path, probe)
         self.cpus, self.long_size = self._h.cpus, self._h.long_size
         self.endian = ">" if self._h.big_endian else "<"
-        self.types = {d.id: EventType(d, self.long_size) for d in self._h.events()}
+        self.types = {d.id: EventType(d, self.long_size, self.endian) for d in self._h.events()}
         self.formats_not_parsed = self._h.formats_not_parsed
         # buffer name -> handle: the top buffer, then the instances in the file's order
         self.handles = {TOP: self._h}
@@ -296,14 +307,16 @@ class Trace:
             raise self.unreadable[0]
 
     def _events(self, buffer, h):
-        types, comm = self.types, self._h.comm
+        types, comm, comms, nxt = self.types, self._h.comm, {}, h.next_record
         while True:
-            r = h.next_record()
+            r = nxt()
             if r is None:
                 return
             ts, cpu, missed, type_id, pid, offset, data = r
-            yield Event(self, types.get(type_id), ts, cpu, missed, pid, offset, data, comm(pid),
-                        buffer)
+            c = comms.get(pid)
+            if c is None:
+                c = comms[pid] = comm(pid)
+            yield Event(self, types.get(type_id), ts, cpu, missed, pid, offset, data, c, buffer)
 
     def close(self):
         for h in reversed(list(getattr(self, "handles", {}).values())):

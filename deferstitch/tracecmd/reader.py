@@ -73,6 +73,7 @@ COOKIE = ("ftrace", "user_unwind_cookie")
 UNWIND_STACK = ("ftrace", "user_unwind_stack")
 INODE_CACHE = "inode_cache"                      # system and event name
 COMPANIONS = {KERNEL_STACK: "kernel", USER_STACK: "user_stack", COOKIE: "cookie"}
+_NO_KEY = (None, None)      # the (system, name) of an event with no format
 
 NO_VMA = (1 << 64) - 1           # inodes[i] == -1L: no VMA at that address (raw address kept)
 ANON = "[anon]"                  # inode 0: anonymous memory
@@ -180,13 +181,13 @@ class FtraceFeed:
     def event(self, ev):
         """One event, in the order trace-cmd report prints them (time order across CPUs)."""
         t = ev.type
-        key = (t.system, t.name) if t is not None else (None, None)
+        key = t.key if t is not None else _NO_KEY
         self.counts[key] += 1
         if t is None:               # a format that did not parse, or a damaged type id
             self.anomalies["events of a type with no event format"] += 1
         buf = getattr(ev, "buffer", TOP)
         cpu = (buf, ev.cpu)         # a ring buffer: CPU numbers are per trace buffer
-        st = self._stitcher(buf)
+        st = self.stitchers.get(buf) or self._stitcher(buf)
         if ev.missed:
             self._close_cpu(cpu)
             st.lost(1, max(ev.missed, 0))
@@ -371,7 +372,8 @@ class FtraceFeed:
                     self._close(cpu, p)
 
     def _kernel(self, ev):
-        size = ev.get("size")
+        f = ev.type.fields.get("size")
+        size = ev.number("size") if f is not None and f.unpack is not None else ev.get("size")
         if isinstance(size, int) and size >= 0 and "caller" in ev:
             callers = ev.array("caller", size)
         else:
@@ -442,6 +444,8 @@ class FtraceFeed:
         event still open on some CPU is older (it will be inserted before it)."""
         fifo = self.fifo
         i = self.head
+        if i >= len(fifo) or fifo[i][2].outcome is None:
+            return                  # nothing to hand on yet
         oldest_open = min((p.ev.ts for q in self.open.values() for p in q), default=None)
         while i < len(fifo):
             s = fifo[i][2]
