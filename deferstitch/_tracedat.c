@@ -381,6 +381,18 @@ static PyObject *walker_iternext(Walker *w) {
     return r;
 }
 
+static PyObject *walker_records(Walker *w, void *unused) {
+    long long n = 0;
+    for (int i = 0; i < w->ncpus; i++)
+        n += w->cpus[i].records;
+    return PyLong_FromLongLong(n);
+}
+
+static PyGetSetDef walker_getset[] = {
+    {"records", (getter)walker_records, NULL, "records handed out so far", NULL},
+    {NULL}
+};
+
 static PyMethodDef walker_methods[] = {
     {"next", (PyCFunction)walker_next, METH_NOARGS, "the next record in time order, or None"},
     {"peek", (PyCFunction)walker_peek, METH_O, "(ts, missed) of a CPU's next record, or None"},
@@ -400,6 +412,7 @@ static PyTypeObject WalkerType = {
     .tp_iter = PyObject_SelfIter,
     .tp_iternext = (iternextfunc)walker_iternext,
     .tp_methods = walker_methods,
+    .tp_getset = walker_getset,
 };
 
 static struct PyModuleDef tracedat_module = {

@@ -428,6 +428,25 @@ class Handle:
         finally:
             api.tracecmd_free_record(rp)
 
+    def iter_records(self):
+        """next_record() to the end, as a generator: through our walker, its C iterator."""
+        w = self._walk
+        if w is None:
+            nxt = self.next_record
+            while True:
+                r = nxt()
+                if r is None:
+                    return
+                yield r
+        self._check()
+        try:
+            yield from w
+        except pages.Damaged as err:
+            self.records = w.records
+            self._unchanged()
+            raise self._damaged(*err.args) from None
+        self.records = w.records
+
     def _spent(self, cpu):
         """The CPU gave every record the walk found good before its damage (or its end)."""
         b = self._plan.get(cpu)

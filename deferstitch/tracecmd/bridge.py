@@ -307,12 +307,8 @@ class Trace:
             raise self.unreadable[0]
 
     def _events(self, buffer, h):
-        types, comm, comms, nxt = self.types, self._h.comm, {}, h.next_record
-        while True:
-            r = nxt()
-            if r is None:
-                return
-            ts, cpu, missed, type_id, pid, offset, data = r
+        types, comm, comms = self.types, self._h.comm, {}
+        for ts, cpu, missed, type_id, pid, offset, data in h.iter_records():
             c = comms.get(pid)
             if c is None:
                 c = comms[pid] = comm(pid)
