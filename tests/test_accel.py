@@ -392,3 +392,14 @@ def test_engines_are_freed(tmp_path):
     gc.collect()
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown < 30 * 1024, "peak RSS grew by %d KiB over 40 runs" % grown
+
+
+def test_a_no_cookie_sample_after_cookie_ones_is_the_same_damage_on_both_paths():
+    """A sample ending in the deferred marker without its cookie in a file whose deferred chains
+    carry cookies, found while the sorter's queue is delivered after other damage: the engine
+    raised its Limit ("the pre-cookie layout ... run with DEFERSTITCH_ACCEL=0") over the damage,
+    a traceback; now both paths give the Python path's line and report."""
+    path = DATA / "engine-layout-mix.data"
+    py, fast = both(["report", path, "--json"])
+    assert_same(py, fast)
+    assert py[0] == 2 and "no-cookie layout, but this file's are in the cookie layout" in py[2], py
