@@ -350,7 +350,7 @@ class Handle:
             size = api.tracecmd_get_cpu_file_size(self._h, cpu)   # -1: no such cpu index
             if size <= 0 or size > 1 << 48 or self.page_size <= 0:
                 continue
-            first = api.tracecmd_get_cursor(self._h, cpu)
+            first = min(api.tracecmd_get_cursor(self._h, cpu), 1 << 62)    # past any file
             out[cpu] = (first - first % self.page_size, size)
         return out
 

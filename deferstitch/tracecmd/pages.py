@@ -20,6 +20,9 @@ except ImportError:         # no compiler at install: libtracecmd reads the page
     _tracedat = None
 
 
+MAX_PAGES_HELD = 1 << 30     # bytes: one page of every CPU is held while their records merge
+
+
 class Budget:
     """What the walk found on one CPU: good records, then damage (offset, why) or None."""
 
@@ -46,6 +49,10 @@ def walker(handle, cpu_ids=None):
         raise FormatError(handle.path, _header_offset(handle.path), "the file's header gives a "
                           "long size of %d and pages of %d bytes: not a ring buffer we can read"
                           % (handle.long_size, handle.page_size))
+    if len(handle.extents) * handle.page_size > MAX_PAGES_HELD:
+        raise FormatError(handle.path, _header_offset(handle.path), "%d CPUs of %d-byte pages: "
+                          "more than %d MiB to hold one page of each: not a trace we can read"
+                          % (len(handle.extents), handle.page_size, MAX_PAGES_HELD >> 20))
     cpus = [((cpu_ids or {}).get(i, i), first, size)
             for i, (first, size) in sorted(handle.extents.items())]
     return _tracedat.Walker(handle.fd, handle.file_size, handle.page_size, handle.long_size,
