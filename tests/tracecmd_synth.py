@@ -349,10 +349,13 @@ class _Into:
         self.td.drop(cpu, ts + self.shift, missed, buffer=self.buffer)
 
 
-def _scenario(td, variant=False, after=False, buffer=None, shift=0, drop=True):
+def _scenario(td, variant=False, after=False, buffer=None, shift=0, drop=True, entry=0):
     """deferred()'s events, into ``buffer`` (None: the top one), ``shift`` ns later (``drop``:
-    C2's stack lost in missed events on a new page; else just not written)."""
+    C2's stack lost in missed events on a new page; else just not written); ``entry``: the
+    cookies' entry counts advanced by 8 * entry (each round of big() its own kernel entries)."""
     td = _Into(td, buffer, shift)
+    C1, C2, C3, C4 = (c + (entry << 35) for c in (globals()["C1"], globals()["C2"],
+                                                    globals()["C3"], globals()["C4"]))
     ks_read = [kaddr("ksys_read"), kaddr("do_syscall_64"), kaddr("entry_SYSCALL_64_after_hwframe")]
     ks_ppid = [kaddr("do_syscall_64"), kaddr("entry_SYSCALL_64_after_hwframe")]
 
@@ -403,7 +406,7 @@ def big(path, mib):
     td = TraceDat(2, ftrace, [GETPPID, READ, EXIT, WORK, INODE_CACHE], COMMS)
     rounds = int(mib * (1 << 20) / 1520)
     for i in range(rounds):
-        _scenario(td, shift=i * 10 * MS, drop=i % 100 == 99)
+        _scenario(td, shift=i * 10 * MS, drop=i % 100 == 99, entry=i)
     return td.write(path)
 
 
