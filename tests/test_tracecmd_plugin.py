@@ -175,3 +175,18 @@ def test_ts_offset_does_not_lose_the_blocks(plugin_dir, tmp_path):
     text = report(path, "--ts-offset", "1000000000", env=plain_env(TRACEEVENT_PLUGIN_DIR=str(plugin_dir)))
     _own, blocks, summary = split_plugin_lines(text)
     assert len(blocks) == 4 and summary and "cookie=0x500000001 <user stack trace>" in text
+
+
+def test_plugin_adds_no_crash_of_its_own(plugin_dir):
+    """Wherever trace-cmd report -N reads a file (damaged ones of tests/data included), trace-cmd
+    report with our plugin loaded reads it too (where trace-cmd itself dies, it dies either way)."""
+    from conftest import DATA
+    tool = need_trace_cmd()
+    for path in sorted(DATA.glob("*.dat")):
+        plain = subprocess.run([tool, "report", "-N", "-i", str(path)], capture_output=True,
+                               env=plain_env())
+        if plain.returncode != 0:
+            continue
+        ours = subprocess.run([tool, "report", "-i", str(path)], capture_output=True,
+                              env=plain_env(TRACEEVENT_PLUGIN_DIR=str(plugin_dir)))
+        assert ours.returncode == 0, (path, ours.returncode, ours.stderr[-500:])
