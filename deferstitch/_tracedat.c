@@ -10,8 +10,8 @@
  *            29 padding (array[0] bytes); 30 time extend; 31 absolute time stamp
  *
  *     CPU 0 pages ─► next record ─┐
- *     CPU 1 pages ─► next record ─┼─► the earliest (ties: the lower CPU) ─► (ts, cpu, missed,
- *     CPU n pages ─► next record ─┘       type, pid, file offset, payload)
+ *     CPU 1 pages ─► next record ─┼─► the earliest (ties: the lower CPU) ─►
+ *     CPU n pages ─► next record ─┘   (ts, cpu, missed, type, pid, file offset, payload)
  *
  * Each CPU holds its next record (as libtracecmd peeks every CPU); taking one reads the CPU's
  * next. Before anything is used it is checked: the page lies inside the file, its commit and
@@ -122,8 +122,8 @@ static int load_page(Walker *w, Cpu *c, int64_t off) {
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            damage(c, off, "its page at %#llx cannot be read (%s): the file was cut while it was read?",
-                   (long long)off, n < 0 ? strerror(errno) : "end of file");
+            damage(c, off, "its page at %#llx cannot be read (%s): the file was cut while it "
+                   "was read?", (long long)off, n < 0 ? strerror(errno) : "end of file");
             return -1;
         }
         got += n;
@@ -222,7 +222,8 @@ static int advance(Walker *w, Cpu *c) {
             continue;               /* padding, time extend, time stamp: not records */
         if (length < 0 || next > c->commit) {
             damage(c, at, "an event of %lld bytes at byte %u of its page overruns the page's %u "
-                   "bytes of events", (long long)(length & 0xFFFFFFFF), w->start + c->curr, c->commit);
+                   "bytes of events", (long long)(length & 0xFFFFFFFF), w->start + c->curr,
+                   c->commit);
             return -1;
         }
         if (length < w->common_end) {
@@ -353,15 +354,22 @@ static PyObject *walker_scan(Walker *w, PyObject *unused) {
         Cpu *c = &w->cpus[i];
         PyObject *first = NULL;
         long long n = 0;
-        if (c->has)
-            first = Py_BuildValue("(KL)", (unsigned long long)c->rec_ts, (long long)c->rec_off);
+        if (c->has && !(first = Py_BuildValue("(KL)", (unsigned long long)c->rec_ts,
+                                              (long long)c->rec_off))) {
+            Py_DECREF(out);
+            return NULL;
+        }
         while (c->has) {
             n++;
             advance(w, c);
         }
         PyObject *err = c->has_err ? Py_BuildValue("(Ls)", (long long)c->err_off, c->err)
                                    : (Py_INCREF(Py_None), Py_None);
-        PyObject *t = Py_BuildValue("(iLNN)", c->id, n, err, first ? first : (Py_INCREF(Py_None), Py_None));
+        if (!first) {
+            first = Py_None;
+            Py_INCREF(first);
+        }
+        PyObject *t = Py_BuildValue("(iLNN)", c->id, n, err, first);
         if (!t || PyList_Append(out, t) < 0) {
             Py_XDECREF(t);
             Py_DECREF(out);
