@@ -158,3 +158,23 @@ def test_random_damage_to_pages_both_readers_agree(synth, tmp_path):
                 at = page + rnd.randrange(0, 256 if rnd.random() < 0.7 else 4096)
                 d[at] = rnd.choice((0, 0xFF, rnd.randrange(256), d[at] ^ 1 << rnd.randrange(8)))
         both(_damaged(path, tmp_path, "random-%d" % i, change), "report", "--json")
+
+
+def test_equal_times_go_out_lower_cpu_first(tmp_path, monkeypatch):
+    """Records of the same time on several CPUs: the lower CPU's first, as
+    tracecmd_peek_next_data picks them (a strict <), from both readers."""
+    walker_built()
+    from deferstitch.tracecmd.bridge import Trace
+    td = S.TraceDat(3, [S.USER_UNWIND_COOKIE], [S.GETPPID], S.COMMS)
+    for i in range(12):
+        for cpu in (2, 0, 1):
+            td.event(cpu, S.T0 + (i // 3) * S.MS, S.GETPPID, S.W, __syscall_nr=110)
+    path = td.write(tmp_path / "ties.dat")
+    seqs = []
+    for mode in ("0", "1"):
+        monkeypatch.setenv("DEFERSTITCH_ACCEL", mode)
+        with Trace(path) as t:
+            assert (t._h._walk is not None) == (mode == "1")
+            seqs.append([(ev.ts, ev.cpu, ev.offset) for ev in t])
+    assert seqs[0] == seqs[1]
+    assert [cpu for _ts, cpu, _off in seqs[0][:9]] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
