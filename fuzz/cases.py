@@ -40,6 +40,8 @@ def trace_case(data):
     path = _write(data, "case.dat")
     ours = _trace_run(path, True)
     theirs = _trace_run(path, False)
+    if any(r[2] and "cannot fork" in r[2] for r in (ours, theirs)):
+        return ours[0]              # the machine's memory, not the file: nothing to compare
     assert ours[1:] == theirs[1:], "our page reader and libtracecmd differ:\n%s\n%s" % (
         ours[1:], theirs[1:])
     return ours[0]

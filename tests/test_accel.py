@@ -403,3 +403,17 @@ def test_a_no_cookie_sample_after_cookie_ones_is_the_same_damage_on_both_paths()
     py, fast = both(["report", path, "--json"])
     assert_same(py, fast)
     assert py[0] == 2 and "no-cookie layout, but this file's are in the cookie layout" in py[2], py
+
+
+def test_a_sample_without_its_tid_beside_others_in_the_json_report():
+    """Samples with a tid and one without (its sample_type lost TID in a damaged attr): report
+    --json sorted the threads with None among ints, a TypeError traceback on both paths; now the
+    tid-less thread comes last, as "None", and a saved report reads back."""
+    from deferstitch.report import StitchReport
+    path = DATA / "report-tid-none.data"
+    py, fast = both(["report", path, "--json"])
+    assert_same(py, fast)
+    assert py[0] == 2 and "Traceback" not in py[2], py[2]
+    d = json.loads(py[1])
+    assert list(d["by_thread"])[-1] == "None" and len(d["by_thread"]) > 1, d["by_thread"]
+    assert StitchReport.from_json(d).to_json()["by_thread"] == d["by_thread"]
