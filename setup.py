@@ -4,6 +4,10 @@ from setuptools import Extension, find_packages, setup
 # common perf.data. Without a compiler the build goes on and deferstitch uses its Python path.
 ACCEL = Extension("deferstitch._accel", ["deferstitch/_accel.c"], optional=True,
                   extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-missing-braces"])
+# The trace.dat page reader (deferstitch/_tracedat.c): trace commands read the ring-buffer pages
+# themselves, each checked; without it they go through libtracecmd (tracecmd/bridge.py).
+TRACEDAT = Extension("deferstitch._tracedat", ["deferstitch/_tracedat.c"], optional=True,
+                     extra_compile_args=["-O2", "-std=gnu11", "-Wall"])
 
 setup(
     name="deferstitch",
@@ -12,7 +16,7 @@ setup(
                 "with a report of what could not be stitched",
     packages=find_packages(include=["deferstitch", "deferstitch.*"]),
     package_data={"deferstitch.output": ["*.js"]},
-    ext_modules=[ACCEL],
+    ext_modules=[ACCEL, TRACEDAT],
     python_requires=">=3.9",
     # every format from a plain install (pprof is written by hand, output/pprof_wire.py): perf
     # record -z needs zstd, which the standard library has from Python 3.14 (compression.zstd)

@@ -6,6 +6,8 @@ Usage:
     python3 bench/run.py --quick          # c_per_task x1/x10, pipe x80, 10 000 threads x 2 rounds
     python3 bench/run.py --goals          # only the issues' goal rows, interleaved, 3 rounds, the
                                           # spread and met / not met (~10 min on a quiet machine)
+    python3 bench/run.py --trace          # trace.dat: deferstitch trace vs trace-cmd report -N
+                                          # (bench/tracedat.py: 13.5 and 135 MiB, 3 rounds, spread)
     python3 bench/run.py --json out.json  # also where the JSON goes (default: CACHE/results.json)
     DEFERSTITCH_BENCH_DIR=/big/disk python3 bench/run.py   # cache dir (default ~/.cache/deferstitch-bench)
 
@@ -235,9 +237,15 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run at most")
     ap.add_argument("--goals", action="store_true",
                     help="only the goal rows, interleaved (--repeat rounds): spread, met or not")
+    ap.add_argument("--trace", action="store_true",
+                    help="the trace.dat rows against trace-cmd report -N (bench/tracedat.py)")
     args = ap.parse_args(argv)
     if args.goals:
         return goals(args)
+    if args.trace:
+        import tracedat
+        CACHE.mkdir(parents=True, exist_ok=True)
+        return tracedat.main(args, measure, spread, fmt_table, CACHE)
     args.repeat = args.repeat or 1
 
     have_perf = not args.no_perf and have_sid_perf()

@@ -272,6 +272,7 @@ typedef struct {
     uint64_t dropped[65536];
     uint64_t rewritten, truncated, truncated_frames;   /* truncated: stitched samples cut to fit */
     int failed, finished, flushed;
+    int cookie_seen;            /* a deferred chain with its cookie came: the file's layout */
     int decode_damage;          /* the error came from the Python decoders (see damaged()) */
     /* pools: freed records and samples, reused (records by size class of 64 bytes) */
     Rec *rpool[POOL_CLASSES]; size_t rpool_bytes;
@@ -1141,12 +1142,22 @@ static int do_sample(Engine *e, Rec *r) {
         if (nr >= 2 && rd64(d + off + 8 + 8 * (nr - 2)) == CTX_DEFERRED) {
             s->cookie = rd64(d + off + 8 + 8 * (nr - 1));
             s->has_cookie = 1;
+            e->cookie_seen = 1;
             s->knr = (uint32_t)nr - 2;
         } else if (nr >= 1 && rd64(d + off + 8 * nr) == CTX_DEFERRED) {
             /* the marker without a cookie: matched by task order, which only Python does;
              * engine.unavailable() sends such files there, this is a stream it cannot probe */
             uint64_t at = r->offset;
             s->rec = NULL; samp_free(e, s); rec_free(e, r);
+            if (e->cookie_seen) {   /* the other layout after the file's: damage, as feed.py
+                                     * says (its decoders' kind: the queue is not delivered) */
+                PyObject *err = PyObject_CallFunction(e->format_error, "OKs", Py_None, at,
+                    "SAMPLE: deferred sample in the no-cookie layout, but this file's are in "
+                    "the cookie layout");
+                if (err) { PyErr_SetObject(e->format_error, err); Py_DECREF(err); }
+                e->decode_damage = 1;
+                return -1;
+            }
             FAIL(e, "deferred callchain without a cookie (the pre-cookie layout), which the "
                     "engine does not match: run with DEFERSTITCH_ACCEL=0", at);
         }

@@ -112,8 +112,9 @@ class StitchReport:
             "first_unmatched": [{"time": t, "tid": tid, "cookie": c, "reason": r}
                                 for t, tid, c, r in self.first_unmatched],
             "orphans": [{"time": t, "tid": tid, "cookie": c} for t, tid, c in self.orphans],
-            "by_thread": {str(tid): {"comm": comm, **dict(cnt)}
-                          for tid, (comm, cnt) in sorted(self.by_thread.items())},
+            "by_thread": {str(tid): {"comm": comm, **dict(cnt)}     # a sample may lack its tid
+                          for tid, (comm, cnt) in sorted(self.by_thread.items(),
+                                                         key=lambda kv: (kv[0] is None, kv[0] or 0))},
             "by_cpu": {str(cpu): dict(cnt) for cpu, cnt in sorted(self.by_cpu.items(),
                                                                   key=lambda kv: (kv[0] is None, kv[0] or 0))},
             "conserved": self.conserved(),
@@ -137,7 +138,8 @@ class StitchReport:
         for tid, v in d.get("by_thread", {}).items():
             v = dict(v)
             comm = v.pop("comm", None)
-            r._by_thread[int(tid)] = [comm or idle_comm(int(tid)), Counter(v)]
+            tid = None if tid == "None" else int(tid)
+            r._by_thread[tid] = [comm or (idle_comm(tid) if tid is not None else None), Counter(v)]
         for cpu, v in d.get("by_cpu", {}).items():
             r._by_cpu[None if cpu == "None" else int(cpu)] = Counter(v)
         known = set(cls().to_json())

@@ -1,6 +1,8 @@
 """One fuzz case: input bytes -> our pipeline, and the invariants every input must keep.
 
-    trace_case(data)    a trace.dat through libtracecmd, the bridge and the ftrace reader
+    trace_case(data)    a trace.dat through the bridge and the ftrace reader, its pages read
+                        by us and by libtracecmd: the same reports and errors
+    pages_case(data)    raw ring-buffer pages through the page reader alone
     perf_case(data)     a perf.data through the C engine and the Python path: equal reports
 
 An input ends either in a report whose counts add up (samples == stitched + passed +
@@ -33,26 +35,87 @@ def _one_line(err, path):
 
 
 def trace_case(data):
-    """A trace.dat: the bridge and the reader end in a conserved report or a one-line error."""
+    """A trace.dat: the bridge and the reader end in a conserved report or a one-line error,
+    the same whether our page reader (tracecmd/pages.py) or libtracecmd reads the pages."""
+    path = _write(data, "case.dat")
+    ours = _trace_run(path, True)
+    theirs = _trace_run(path, False)
+    if any(r[2] and "cannot fork" in r[2] for r in (ours, theirs)):
+        return ours[0]              # the machine's memory, not the file: nothing to compare
+    assert ours[1:] == theirs[1:], "our page reader and libtracecmd differ:\n%s\n%s" % (
+        ours[1:], theirs[1:])
+    return ours[0]
+
+
+def _trace_run(path, walker):
+    """(report, its JSON, the error line or None), pages read by us (walker) or libtracecmd."""
     from deferstitch.tracecmd.bridge import Trace
     from deferstitch.tracecmd.reader import FtraceFeed
-    path = _write(data, "case.dat")
+    saved = os.environ.get("DEFERSTITCH_ACCEL")
+    os.environ["DEFERSTITCH_ACCEL"] = "1" if walker else "0"
     try:
-        trace = Trace(path)
-    except DeferstitchError as err:
-        _one_line(err, path)
-        return None
-    with trace:
-        feed = FtraceFeed(**trace.feed_args())      # peeks at the CPUs as the CLI does
         try:
-            for ev in trace:
-                feed.event(ev)
-                ev.fields()                 # every field of every event decodes
+            trace = Trace(path)
         except DeferstitchError as err:
             _one_line(err, path)
-        rep = feed.finish()
-    assert rep.conserved(), rep.to_json()
-    return rep
+            return None, None, str(err)
+        error = None
+        with trace:
+            feed = FtraceFeed(**trace.feed_args())      # peeks at the CPUs as the CLI does
+            try:
+                for ev in trace:
+                    feed.event(ev)
+                    ev.fields()                 # every field of every event decodes
+            except DeferstitchError as err:
+                _one_line(err, path)
+                error = str(err)
+            rep = feed.finish()
+        assert rep.conserved(), rep.to_json()
+        return rep, rep.to_json(), error
+    finally:
+        if saved is None:
+            del os.environ["DEFERSTITCH_ACCEL"]
+        else:
+            os.environ["DEFERSTITCH_ACCEL"] = saved
+
+
+def pages_case(data):
+    """Raw ring-buffer pages straight into the page reader (deferstitch/_tracedat.c), no
+    libtracecmd: the first byte chooses the layout (bit 0: 4-byte longs, bit 1: big endian,
+    bits 2-3: 1 to 4 CPUs), the rest is the CPUs' data, split in whole pages. Every record
+    comes out inside what was read, or Damaged: never a crash (ASan watches the C)."""
+    from deferstitch import _tracedat
+    if not data:
+        return None
+    mode, body = data[0], data[1:]
+    page = 4096
+    path = _write(body, "case.pages")
+    ncpu = 1 + (mode >> 2 & 3)
+    share = (len(body) // page + ncpu - 1) // ncpu * page
+    cpus = [(i, i * share, max(0, len(body) - i * share if i == ncpu - 1 else
+                               min(share, len(body) - i * share))) for i in range(ncpu)]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        args = (fd, len(body), page, 4 if mode & 1 else 8, bool(mode & 2), (0, 2, 4, 4, 8), cpus)
+        w = _tracedat.Walker(*args)
+        n = 0
+        try:
+            while True:
+                r = w.next()
+                if r is None:
+                    break
+                _ts, cpu, _missed, _type, _pid, offset, payload = r
+                assert 0 <= offset < len(body) and len(payload) >= 8, r[:6]
+                w.peek(cpu)
+                n += 1
+        except _tracedat.Damaged as err:
+            cpu, offset, why = err.args
+            assert 0 <= offset <= len(body) + page and why, err.args
+        scan = _tracedat.Walker(*args).scan()
+        assert len(scan) == ncpu and sum(s[1] for s in scan) >= n
+        return n
+    finally:
+        os.close(fd)
 
 
 def perf_case(data, max_pending=1000):

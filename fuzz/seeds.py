@@ -1,7 +1,7 @@
 """Seed corpora for the fuzz harnesses: small cuts of the real captures, and the synthetic files.
 
 Usage:
-    python3 fuzz/seeds.py OUTDIR          # writes OUTDIR/perf/*.data and OUTDIR/trace/*.dat
+    python3 fuzz/seeds.py OUTDIR          # OUTDIR/perf/*.data, trace/*.dat, pages/*.pages
 
 perf/  the first records of each real capture (tests/data/real/captures/*/*.data), rewritten by our writer so the attrs and features stay
        valid (tests/cuts.py, as tests/test_fuzz.py cuts its seeds); the compressed capture
@@ -10,6 +10,7 @@ trace/ the synthetic trace.dat files of tests/tracecmd_synth.py (deferred, varia
        userstack, instances, missed), and the real ftrace capture cut to its first pages: converted to
        trace.dat v6 by ``trace-cmd convert`` (uncompressed: the page layout is what gets
        mutated) with kallsyms and printk formats dropped, so each case reads in milliseconds.
+pages/ the synthetic files' ring-buffer pages alone, one CPU and two (fuzz/cases.py pages_case).
 A seed that cannot be made (no captures, no trace-cmd) is skipped with a line on stderr.
 """
 import shutil
@@ -132,6 +133,20 @@ def trace_seeds(out):
         trim_v6(v6, out / "ftrace-userstacktrace.dat")
 
 
+def pages_seeds(out):
+    """fuzz/cases.py pages_case inputs: a layout byte, then the synthetic files' CPU pages."""
+    import tracecmd_synth as S
+    page = S.PAGE
+    for name, td in (("deferred", S.deferred(None, build=True)),
+                     ("variant", S.deferred(None, variant=True, build=True))):
+        datas = [c.data() for c in td.cpus]
+        (out / ("%s-cpu0.pages" % name)).write_bytes(bytes([0]) + datas[0])
+        n = max(len(d) for d in datas)
+        both = b"".join(d + bytes(n - len(d)) for d in datas)   # empty pages: commit 0
+        assert n % page == 0
+        (out / ("%s-2cpus.pages" % name)).write_bytes(bytes([4]) + both)
+
+
 def main(argv):
     if len(argv) in (5, 6) and argv[1] == "--trim":
         trim_v6(argv[2], argv[3], int(argv[4]), int(argv[5]) if len(argv) > 5 else 0)
@@ -140,10 +155,10 @@ def main(argv):
         sys.stderr.write(__doc__.split("Usage:\n")[1].split("\n\n")[0] + "\n")
         return 2
     out = Path(argv[1])
-    for sub, make in (("perf", perf_seeds), ("trace", trace_seeds)):
+    for sub, make in (("perf", perf_seeds), ("trace", trace_seeds), ("pages", pages_seeds)):
         (out / sub).mkdir(parents=True, exist_ok=True)
         make(out / sub)
-    for sub in ("perf", "trace"):
+    for sub in ("perf", "trace", "pages"):
         files = sorted((out / sub).iterdir())
         print("%s: %d seeds, %d bytes" % (out / sub, len(files), sum(f.stat().st_size for f in files)))
     return 0

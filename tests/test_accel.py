@@ -397,3 +397,28 @@ def test_engines_are_freed(tmp_path):
     gc.collect()
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown < 30 * 1024, "peak RSS grew by %d KiB over 40 runs" % grown
+
+
+def test_a_no_cookie_sample_after_cookie_ones_is_the_same_damage_on_both_paths():
+    """A sample ending in the deferred marker without its cookie in a file whose deferred chains
+    carry cookies, found while the sorter's queue is delivered after other damage: the engine
+    raised its Limit ("the pre-cookie layout ... run with DEFERSTITCH_ACCEL=0") over the damage,
+    a traceback; now both paths give the Python path's line and report."""
+    path = DATA / "engine-layout-mix.data"
+    py, fast = both(["report", path, "--json"])
+    assert_same(py, fast)
+    assert py[0] == 2 and "no-cookie layout, but this file's are in the cookie layout" in py[2], py
+
+
+def test_a_sample_without_its_tid_beside_others_in_the_json_report():
+    """Samples with a tid and one without (its sample_type lost TID in a damaged attr): report
+    --json sorted the threads with None among ints, a TypeError traceback on both paths; now the
+    tid-less thread comes last, as "None", and a saved report reads back."""
+    from deferstitch.report import StitchReport
+    path = DATA / "report-tid-none.data"
+    py, fast = both(["report", path, "--json"])
+    assert_same(py, fast)
+    assert py[0] == 2 and "Traceback" not in py[2], py[2]
+    d = json.loads(py[1])
+    assert list(d["by_thread"])[-1] == "None" and len(d["by_thread"]) > 1, d["by_thread"]
+    assert StitchReport.from_json(d).to_json()["by_thread"] == d["by_thread"]

@@ -9,6 +9,7 @@ real ftrace capture cut at several points, cut while it is read, and with its co
 buffer data damaged (libtracecmd then ends that CPU quietly: it must not pass for a short trace).
 """
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -21,7 +22,8 @@ from tracecmd_text import need_libtracecmd
 
 REAL = CAPTURES / "ftrace" / "trace-userstacktrace.dat"
 REPROS = ["trace-signal11-2-188.dat", "trace-signal11-2-239.dat", "trace-signal7-2-265.dat",
-          "trace-keyerror-cookie.dat", "trace-segv-small.dat"]
+          "trace-keyerror-cookie.dat", "trace-segv-small.dat", "trace-typeerror-int.dat",
+          "trace-segv-2.dat", "trace-segv-3.dat"]
 
 
 def need_trace_cmd():
@@ -33,7 +35,9 @@ def one_line_exit_2(p, path):
     """The CLI's answer to bad input; returns the line."""
     err = p.stderr.decode()
     assert p.returncode == 2, (p.returncode, err)        # a signal is a negative returncode
-    assert "Traceback" not in err and err.count("\n") == 1, err
+    lines = err.splitlines()        # warnings about the file (formats that did not parse) first
+    assert "Traceback" not in err and lines and all(": warning: " in l for l in lines[:-1]), err
+    err = lines[-1] + "\n"
     assert err.startswith("deferstitch: %s: " % path), err
     return err
 
@@ -181,3 +185,25 @@ def test_format_that_does_not_parse(tmp_path):
         d = json.loads(p.stdout)
         assert d["event_formats_not_parsed"] >= 1 and d["conserved"]
         assert d["ftrace_anomalies"]["events of a type with no event format"] > 0
+
+
+def test_a_field_of_the_wrong_kind_is_one_line():
+    """user_unwind_stack's ``stack`` declared a scalar in a damaged format: the field the
+    stitcher iterates is a number (a TypeError traceback before); one line at the record."""
+    path = DATA / "trace-typeerror-int.dat"
+    err = one_line_exit_2(run_cli("trace", "report", path), path)
+    assert "field 'stack' of ftrace:user_unwind_stack is declared" in err, err
+    assert "where deferstitch needs an array of numbers" in err, err
+
+
+@pytest.mark.parametrize("name", ["trace-segv-2.dat", "trace-segv-3.dat"])
+def test_a_page_trace_cmd_itself_dies_on(name):
+    """A page whose commit says 79 MB / 128 MB: trace-cmd report -N 3.1.6 dies on it (SIGSEGV in
+    kbuffer_load_subbuffer); our walk finds it first, on both paths (libtracecmd never loads
+    it), and says where, after what came before."""
+    path = DATA / name
+    for env in (None, {**os.environ, "DEFERSTITCH_ACCEL": "0"}):
+        p = run_cli("trace", "report", path, "--json", env=env)
+        err = one_line_exit_2(p, path)
+        assert "more than a 4096-byte page has room for: damaged ring-buffer page" in err, err
+        partial_report(p)

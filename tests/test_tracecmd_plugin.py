@@ -216,3 +216,18 @@ def test_check_catches_a_wrong_stack_or_summary(plugin_dir, tmp_path):
         assert old in text
         with pytest.raises(AssertionError):
             check(text.replace(old, new), plain, td)
+
+
+def test_plugin_adds_no_crash_of_its_own(plugin_dir):
+    """Wherever trace-cmd report -N reads a file (damaged ones of tests/data included), trace-cmd
+    report with our plugin loaded reads it too (where trace-cmd itself dies, it dies either way)."""
+    from conftest import DATA
+    tool = need_trace_cmd()
+    for path in sorted(DATA.glob("*.dat")):
+        plain = subprocess.run([tool, "report", "-N", "-i", str(path)], capture_output=True,
+                               env=plain_env())
+        if plain.returncode != 0:
+            continue
+        ours = subprocess.run([tool, "report", "-i", str(path)], capture_output=True,
+                              env=plain_env(TRACEEVENT_PLUGIN_DIR=str(plugin_dir)))
+        assert ours.returncode == 0, (path, ours.returncode, ours.stderr[-500:])

@@ -404,9 +404,13 @@ class _Into:
         self.td.drop(cpu, ts + self.shift, missed, buffer=self.buffer)
 
 
-def _scenario(td, variant=False, after=False, buffer=None, shift=0):
-    """deferred()'s events, into ``buffer`` (None: the top one), ``shift`` ns later."""
+def _scenario(td, variant=False, after=False, buffer=None, shift=0, drop=True, entry=0):
+    """deferred()'s events, into ``buffer`` (None: the top one), ``shift`` ns later (``drop``:
+    C2's stack lost in missed events on a new page; else just not written); ``entry``: the
+    cookies' entry counts advanced by 8 * entry (each round of big() its own kernel entries)."""
     td = _Into(td, buffer, shift)
+    C1, C2, C3, C4 = (c + (entry << 35) for c in (globals()["C1"], globals()["C2"],
+                                                    globals()["C3"], globals()["C4"]))
     ks_read = [kaddr("ksys_read"), kaddr("do_syscall_64"), kaddr("entry_SYSCALL_64_after_hwframe")]
     ks_ppid = [kaddr("do_syscall_64"), kaddr("entry_SYSCALL_64_after_hwframe")]
 
@@ -423,7 +427,8 @@ def _scenario(td, variant=False, after=False, buffer=None, shift=0):
            work=0xffff888003a1b000, function=kaddr("ksys_read", 0))
     traced(0, T0 + 3 * MS, GETPPID, O, C2, ks_ppid, __syscall_nr=110)
     # C2's stack and 2 more events are lost on CPU 0
-    td.drop(0, T0 + 6 * MS, 3)
+    if drop:
+        td.drop(0, T0 + 6 * MS, 3)
     traced(0, T0 + 7 * MS, GETPPID, O, C3, ks_ppid, __syscall_nr=110)
     td.event(0, T0 + 8 * MS, USER_UNWIND_STACK_HASH if variant else USER_UNWIND_STACK, O,
              cookie=C3, stack=[0x1139, 0x27f4a],
@@ -446,6 +451,18 @@ def _scenario(td, variant=False, after=False, buffer=None, shift=0):
     # pid 101: two events in one kernel entry, then it exits (its own exit event shares C4)
     traced(1, T0 + 5 * MS, READ, T, C4, ks_read, __syscall_nr=0, fd=4, buf=0x7ffd2000, count=64)
     traced(1, T0 + 5 * MS + 200, EXIT, T, C4, [kaddr("do_exit")], comm="worker", pid=T, prio=120)
+
+
+def big(path, mib):
+    """deferred()'s scenario over and over, 10 ms apart, until the file holds about ``mib`` MiB
+    of ring buffer (about 75 bytes an event, as a real deferred-stack trace; events lost once in
+    a hundred rounds): the trace of the benchmarks (bench/run.py)."""
+    ftrace = [KERNEL_STACK, USER_STACK, USER_UNWIND_COOKIE, USER_UNWIND_STACK]
+    td = TraceDat(2, ftrace, [GETPPID, READ, EXIT, WORK, INODE_CACHE], COMMS)
+    rounds = int(mib * (1 << 20) / 1520)
+    for i in range(rounds):
+        _scenario(td, shift=i * 10 * MS, drop=i % 100 == 99, entry=i)
+    return td.write(path)
 
 
 def userstack(path):
@@ -531,4 +548,5 @@ def missed_per_cpu(path):
 if __name__ == "__main__":
     kind = sys.argv[2] if len(sys.argv) > 2 else "deferred"
     {"deferred": deferred, "variant": lambda p: deferred(p, True), "userstack": userstack,
-     "instances": instances, "missed": missed_per_cpu}[kind](sys.argv[1])
+     "instances": instances, "missed": missed_per_cpu,
+     "big": lambda p: big(p, float(sys.argv[3]) if len(sys.argv) > 3 else 13.5)}[kind](sys.argv[1])

@@ -148,12 +148,14 @@ class EngineRun:
             reading = False
             eng.finish()
         except FormatError as err:
-            error = err
+            error = _named(err, perf.path)
             if reading:             # the sorter's queue is still delivered (sorter.ordered)
                 try:
                     eng.abort()
                 except FormatError as flushed:      # ... unless a record in it is damaged too
-                    error = flushed
+                    error = _named(flushed, perf.path)
+                except _accel.Limit as err:         # ... or one the engine cannot take
+                    error = FormatError(perf.path, err.args[0], err.args[1])
             yield output()
             raise error
         except _accel.Limit as err:
@@ -230,3 +232,7 @@ def _callbacks(perf):
         return decode(perf, rec)
     return note, _Payloads(perf), dec
 
+
+def _named(err, path):
+    """A FormatError raised by the engine itself (no path: it knows offsets only) named for the file."""
+    return FormatError(path, err.offset, err.message) if err.path is None else err

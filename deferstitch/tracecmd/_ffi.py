@@ -20,6 +20,7 @@ import os
 import signal
 
 from ..errors import DeferstitchError, FormatError
+from . import pages
 
 TRACECMD_FL_LOAD_NO_PLUGINS = 1 << 0   # enum tracecmd_open_flags (trace-cmd.h)
 
@@ -106,6 +107,7 @@ _PROTOS = {
     "tracecmd_page_size": (ctypes.c_int, [_P], "tracecmd"),
     "tracecmd_read_next_data": (_REC, [_P, ctypes.POINTER(ctypes.c_int)], "tracecmd"),  # idem
     "tracecmd_peek_data": (_REC, [_P, ctypes.c_int], "tracecmd"),   # idem: the handle keeps it
+    "tracecmd_read_data": (_REC, [_P, ctypes.c_int], "tracecmd"),   # idem: that CPU's next
     "tracecmd_buffer_instances": (ctypes.c_int, [_P], "tracecmd"),                 # trace-cmd.h
     "tracecmd_buffer_instance_name": (ctypes.c_char_p, [_P, ctypes.c_int], "tracecmd"),
     "tracecmd_buffer_instance_handle": (_P, [_P, ctypes.c_int], "tracecmd"),
@@ -294,31 +296,72 @@ class Handle:
         # event formats libtraceevent could not parse: 1.9 drops them (their records then have
         # a type with no format), 1.7 keeps what it parsed of them
         self.formats_not_parsed = api.tracecmd_get_parsing_failures(self._h)
-        self._common_end = self._common_size()
-        self._extents = self._cpu_extents()
+        self.common_layout = self._common_layout()
+        self._common_end = self.common_layout[4]
+        self.extents = self._cpu_data()
+        self._extents = {cpu: (first, first + (size - 1) // self.page_size * self.page_size)
+                         for cpu, (first, size) in self.extents.items()}
         self._last = {}             # cpu -> data offset of the last record read there
         self._new_page = True       # the last record began a page: check the file before going on
         self.records = 0
+        self._plan = self._walk = None
+        self._ids = {}              # cpu index -> the CPU number its records carry
+        self._unreadable = None     # a header that leaves no page readable
+        self._choose_reader()
 
-    def _common_size(self):
-        """Bytes of the common fields (common_type ... common_pid): libtraceevent reads the type
-        and pid there in every record, so a record must hold them."""
+    def _choose_reader(self):
+        """Walk every CPU's pages first (pages.py): then either our walker hands out the records
+        (it agrees with libtracecmd on each CPU's first record: no time offsets to apply), or
+        libtracecmd does, asked per CPU for no more records than the walk found good."""
+        try:
+            plan = pages.plan(self)
+        except FormatError as err:  # no page can be read: no record is, the error at the first
+            self._plan, self._taken, self._raised, self._unreadable = {}, {}, set(), err
+            return
+        if plan is None:
+            return
+        agree = checked = 0
+        for i, b in sorted(plan.items()):
+            first, _size = self.extents[i]
+            if not b.records or b.first is None or b.first[1] >= first + self.page_size:
+                continue            # libtracecmd has loaded only each CPU's first page yet
+            checked += 1
+            rp = api.tracecmd_peek_data(self._h, i)
+            if not rp or rp.contents.offset != b.first[1]:
+                return              # it does not read the pages as we do: its own way, unplanned
+            self._ids[i] = rp.contents.cpu
+            agree += rp.contents.ts == b.first[0]       # no time offset applied
+        self._plan, self._taken, self._raised = plan, {i: 0 for i in plan}, set()
+        if checked and agree == checked and pages.accel_allowed():
+            self._walk = pages.walker(self, self._ids)
+
+    @property
+    def fd(self):
+        return self._fd
+
+    def _common_layout(self):
+        """(type offset, type size, pid offset, pid size, end of the common fields): where
+        libtraceevent reads every record's type and pid (tep_data_type/pid: the common fields
+        of the first event format), and the bytes a record must hold for it."""
         p = api.tep_get_event(self._tep, 0) if api.tep_get_events_count(self._tep) > 0 else None
         if not p:
-            return 0
-        return max((f.offset + f.size for f in _fields(p.contents.format.common_fields)), default=0)
+            return (0, 0, 0, 0, 0)
+        common = {f.name: f for f in _fields(p.contents.format.common_fields)}
+        end = max((f.offset + f.size for f in common.values()), default=0)
+        t, pid = common.get("common_type"), common.get("common_pid")
+        return ((t.offset, t.size) if t else (0, 0)) + ((pid.offset, pid.size) if pid else (0, 0)) \
+            + (end,)
 
-    def _cpu_extents(self):
-        """cpu -> (first page, last page) of its data as libtracecmd counts offsets (file
+    def _cpu_data(self):
+        """cpu index -> (first page, bytes) of its data as libtracecmd counts offsets (file
         offsets, or offsets in the decompressed data of a compressed file)."""
         out = {}
         for cpu in range(self.cpus):
             size = api.tracecmd_get_cpu_file_size(self._h, cpu)   # -1: no such cpu index
             if size <= 0 or size > 1 << 48 or self.page_size <= 0:
                 continue
-            first = api.tracecmd_get_cursor(self._h, cpu)
-            first -= first % self.page_size
-            out[cpu] = (first, first + (size - 1) // self.page_size * self.page_size)
+            first = min(api.tracecmd_get_cursor(self._h, cpu), 1 << 62)    # past any file
+            out[cpu] = (first - first % self.page_size, size)
         return out
 
     def instance_names(self):
@@ -332,6 +375,10 @@ class Handle:
         """(ts, missed_events) of the next record on cpu, not consumed; None at its end.
         libtracecmd reads that CPU's next record anyway to order the CPUs."""
         self._check()
+        if self._walk is not None:
+            return self._walk.peek(self._ids.get(cpu, cpu))
+        if self._plan is not None and self._spent(cpu):
+            return None             # its next page is damaged: libtracecmd must not load it
         self._unchanged()
         rp = api.tracecmd_peek_data(self._h, cpu)
         if not rp:
@@ -355,9 +402,24 @@ class Handle:
         pid, file offset, payload bytes), or None at the end. missed_events: 0, a count, or -1
         when the kernel said events were lost without a count."""
         self._check()
+        if self._walk is not None:
+            try:
+                r = self._walk.next()
+            except pages.Damaged as err:
+                self._unchanged()
+                raise self._damaged(*err.args) from None
+            if r is not None:
+                self.records += 1
+            return r
         if self._new_page:
             self._unchanged()
-        rp = api.tracecmd_read_next_data(self._h, ctypes.byref(self._cpu))
+        if self._unreadable is not None:
+            err, self._unreadable = self._unreadable, None
+            raise err
+        if self._plan is not None:
+            rp = self._next_planned()
+        else:
+            rp = api.tracecmd_read_next_data(self._h, ctypes.byref(self._cpu))
         if not rp:
             self._unchanged()
             self._complete()
@@ -375,6 +437,55 @@ class Handle:
                     api.tep_data_pid(self._tep, rp), offset, payload)
         finally:
             api.tracecmd_free_record(rp)
+
+    def iter_records(self):
+        """next_record() to the end, as a generator: through our walker, its C iterator."""
+        w = self._walk
+        if w is None:
+            nxt = self.next_record
+            while True:
+                r = nxt()
+                if r is None:
+                    return
+                yield r
+        self._check()
+        try:
+            yield from w
+        except pages.Damaged as err:
+            self.records = w.records
+            self._unchanged()
+            raise self._damaged(*err.args) from None
+        self.records = w.records
+
+    def _spent(self, cpu):
+        """The CPU gave every record the walk found good before its damage (or its end)."""
+        b = self._plan.get(cpu)
+        return b is None or self._taken[cpu] >= b.records
+
+    def _next_planned(self):
+        """tracecmd_read_next_data's choice (the earliest record, ties to the lower CPU) made
+        here, CPU by CPU, so that a CPU whose next page is damaged is never peeked: its damage
+        is raised instead, once its good records were all handed out."""
+        best, best_ts = None, 0
+        for cpu in sorted(self._plan):
+            if self._spent(cpu):
+                b = self._plan[cpu]
+                if b.damage is not None and cpu not in self._raised:
+                    self._raised.add(cpu)
+                    self._unchanged()
+                    raise self._damaged(self._ids.get(cpu, cpu), *b.damage)
+                continue
+            rp = api.tracecmd_peek_data(self._h, cpu)
+            if rp and (best is None or rp.contents.ts < best_ts):
+                best, best_ts = cpu, rp.contents.ts
+        if best is None:
+            return None
+        self._taken[best] += 1
+        return api.tracecmd_read_data(self._h, best)
+
+    def _damaged(self, cpu, offset, why):
+        return self.error(offset, "CPU %d: %s: damaged ring-buffer page (%d records read before "
+                          "it)" % (cpu, why, self.records))
 
     def _fits(self, rp, r):
         """The record lies inside the page libtracecmd holds it in: kbuffer takes an event's
@@ -418,7 +529,18 @@ class Handle:
 
     def _complete(self):
         """At the end of data: each CPU was read to its last pages. libtracecmd ends a CPU
-        quietly when it cannot read or decompress a page, which would pass for a short trace."""
+        quietly when it cannot read or decompress a page, which would pass for a short trace.
+        Where our walk counted each CPU's records (uncompressed data), it gave them all; else
+        it read on to the CPU's last page or the one before."""
+        if self._plan is not None:
+            for cpu, b in sorted(self._plan.items()):
+                if self._taken[cpu] < b.records:
+                    raise self.error(self._last.get(cpu, self.extents[cpu][0]), "CPU %d: "
+                                     "libtracecmd stopped reading here, after %d of the %d "
+                                     "records of this CPU: incomplete, %d records read"
+                                     % (self._ids.get(cpu, cpu), self._taken[cpu], b.records,
+                                        self.records))
+            return
         for cpu, (first, last) in sorted(self._extents.items()):
             reached = self._last.get(cpu)
             reached = first - self.page_size if reached is None else reached - reached % self.page_size

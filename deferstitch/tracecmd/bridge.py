@@ -17,6 +17,7 @@ Decoding follows libtraceevent's rules (event-parse.c, tep_print_field / dynamic
     char name[N] / __data_loc char[] name   strings, cut at the first NUL
     T name[N]                               a list of N elements of sizeof(T)
 """
+import functools
 import heapq
 import struct
 
@@ -26,7 +27,8 @@ from ._ffi import (TEP_FIELD_IS_ARRAY, TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATI
                    TEP_FIELD_IS_SIGNED, TEP_FIELD_IS_STRING)
 
 _INT = {1: "b", 2: "h", 4: "i", 8: "q"}
-TOP = "top"         # the top buffer's name, as trace-cmd calls it (trace-split.c, "-B top")
+TOP = "top"
+_NEEDED = object()  # Event.number() & co without a default: the field must be there         # the top buffer's name, as trace-cmd calls it (trace-split.c, "-B top")
 
 # element type names -> size in bytes ("long" comes from the file's long size)
 _BASE_SIZES = {"char": 1, "u8": 1, "s8": 1, "short": 2, "u16": 2, "s16": 2, "int": 4, "u32": 4,
@@ -36,9 +38,10 @@ _BASE_SIZES = {"char": 1, "u8": 1, "s8": 1, "short": 2, "u16": 2, "s16": 2, "int
 class Field:
     """How to read one field out of a payload: (name, reader) built once per event format."""
 
-    __slots__ = ("name", "type", "desc", "dynamic", "is_string", "elem", "signed", "count")
+    __slots__ = ("name", "type", "desc", "dynamic", "is_string", "elem", "signed", "count",
+                 "unpack", "offset", "end")
 
-    def __init__(self, desc, long_size):
+    def __init__(self, desc, long_size, endian="<"):
         self.name, self.type, self.desc = desc.name, desc.type, desc
         t = desc.type or ""
         flags = desc.flags
@@ -60,6 +63,12 @@ class Field:
         else:
             self.count = 0      # a scalar
             self.elem = desc.size
+        # a number at a fixed place: one struct call (Event.number), where the record holds it
+        code = _INT.get(self.elem)
+        self.unpack = None
+        self.offset, self.end = desc.offset, desc.offset + desc.size
+        if self.count == 0 and not self.dynamic and not self.is_string and code and desc.offset >= 0:
+            self.unpack = _struct(endian + (code if self.signed else code.upper())).unpack_from
 
     def span(self, data, endian):
         """(start, length) of the field's bytes in the payload."""
@@ -74,6 +83,14 @@ class Field:
 
     def read(self, data, endian):
         start, length = self.span(data, endian)
+        code = _INT.get(self.elem)
+        if code is not None and not self.is_string and 0 <= start and start + length <= len(data):
+            # the common case in one struct call (same values as _num element by element)
+            code = code if self.signed else code.upper()
+            if self.count == 0:
+                return _struct(endian + code).unpack_from(data, start)[0]
+            return list(_struct("%s%d%s" % (endian, length // self.elem, code)).unpack_from(
+                data, start))
         raw = data[start:start + length]
         if self.is_string:
             return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
@@ -82,6 +99,11 @@ class Field:
         n = length // self.elem if self.elem else 0
         return [_num(raw[i * self.elem:(i + 1) * self.elem], self.elem, self.signed, endian)
                 for i in range(n)]
+
+
+@functools.lru_cache(maxsize=256)
+def _struct(fmt):
+    return struct.Struct(fmt)
 
 
 def _num(raw, size, signed, endian):
@@ -94,11 +116,12 @@ def _num(raw, size, signed, endian):
 class EventType:
     """One event format of the file: system, name, id and its fields (common ones apart)."""
 
-    def __init__(self, desc, long_size):
+    def __init__(self, desc, long_size, endian="<"):
         self.id, self.system, self.name = desc.id, desc.system, desc.name
+        self.key = (self.system, self.name)
         self.print_fmt = desc.print_fmt
-        self.common = {d.name: Field(d, long_size) for d in desc.common}
-        self.fields = {d.name: Field(d, long_size) for d in desc.fields}
+        self.common = {d.name: Field(d, long_size, endian) for d in desc.common}
+        self.fields = {d.name: Field(d, long_size, endian) for d in desc.fields}
 
     def __repr__(self):
         return "EventType(%s:%s id %d)" % (self.system, self.name, self.id)
@@ -150,6 +173,39 @@ class Event:
     def get(self, name, default=None):
         return self[name] if name in self else default
 
+    def number(self, name, default=_NEEDED):
+        """Field ``name`` as one number (a cookie, a pid, an inode); a damaged format that makes
+        it an array or a string is a format error at this record. Absent: ``default``, or the
+        error of a missing field when none is given."""
+        f = self.type.fields.get(name) if self.type is not None else None
+        if f is not None and f.unpack is not None and f.end <= len(self.data):
+            return f.unpack(self.data, f.offset)[0]
+        return self._typed(name, default, int, "a number")
+
+    def numbers(self, name, default=_NEEDED):
+        """Field ``name`` as a list of numbers (a stack, its inodes and devices, callers)."""
+        v = self._typed(name, default, list, "an array of numbers")
+        if v is not default and not all(isinstance(x, int) for x in v):
+            raise self._wrong(name, "an array of numbers")
+        return v
+
+    def text(self, name, default=_NEEDED):
+        """Field ``name`` as a string (a path)."""
+        return self._typed(name, default, str, "a string")
+
+    def _typed(self, name, default, kind, what):
+        if default is not _NEEDED and name not in self:
+            return default
+        v = self[name]
+        if not isinstance(v, kind):
+            raise self._wrong(name, what)
+        return v
+
+    def _wrong(self, name, what):
+        return self.trace.error(self.offset, "field %r of %s:%s is declared %r, where deferstitch "
+                                "needs %s" % (name, self.system, self.name,
+                                              self.type.fields[name].type, what))
+
     def array(self, name, count):
         """``count`` elements of array field ``name``, read past its declared length when the
         record is longer (ftrace's kernel_stack: ``caller[8]`` in the format, ``size`` entries
@@ -157,6 +213,10 @@ class Event:
         f = self.type.fields[name]
         start = f.desc.offset
         n = max(0, min(count, (len(self.data) - start) // f.elem))
+        code = _INT.get(f.elem)
+        if code is not None and start >= 0:
+            return list(_struct("%s%d%s" % (self.trace.endian, n, code if f.signed else code.upper()))
+                        .unpack_from(self.data, start))
         return [_num(self.data[start + i * f.elem:start + (i + 1) * f.elem], f.elem, f.signed,
                      self.trace.endian) for i in range(n)]
 
@@ -185,7 +245,7 @@ class Trace:
         self._h = _ffi.Handle(self.path, probe)
         self.cpus, self.long_size = self._h.cpus, self._h.long_size
         self.endian = ">" if self._h.big_endian else "<"
-        self.types = {d.id: EventType(d, self.long_size) for d in self._h.events()}
+        self.types = {d.id: EventType(d, self.long_size, self.endian) for d in self._h.events()}
         self.formats_not_parsed = self._h.formats_not_parsed
         # buffer name -> handle: the top buffer, then the instances in the file's order
         self.handles = {TOP: self._h}
@@ -247,14 +307,12 @@ class Trace:
             raise self.unreadable[0]
 
     def _events(self, buffer, h):
-        types, comm = self.types, self._h.comm
-        while True:
-            r = h.next_record()
-            if r is None:
-                return
-            ts, cpu, missed, type_id, pid, offset, data = r
-            yield Event(self, types.get(type_id), ts, cpu, missed, pid, offset, data, comm(pid),
-                        buffer)
+        types, comm, comms = self.types, self._h.comm, {}
+        for ts, cpu, missed, type_id, pid, offset, data in h.iter_records():
+            c = comms.get(pid)
+            if c is None:
+                c = comms[pid] = comm(pid)
+            yield Event(self, types.get(type_id), ts, cpu, missed, pid, offset, data, c, buffer)
 
     def close(self):
         for h in reversed(list(getattr(self, "handles", {}).values())):

@@ -178,7 +178,7 @@ class Flame:
 def user_stack_text(ev, namer, frames):
     """A user_unwind_stack as trace-cmd prints the kernel's user_stack: its cookie, then a frame a
     line (``=> sym+0xoff (path)``, or ``=> path+0xoffset`` where no name is given)."""
-    lines = ["cookie=%#x <user stack trace>" % ev.get("cookie", 0)]
+    lines = ["cookie=%#x <user stack trace>" % ev.number("cookie", 0)]
     for path, off in frames:
         sym, symoff, dso = namer.user(path, off)
         lines.append("=> %s (%s)" % (sym_text(sym, symoff), dso) if sym is not None

@@ -73,6 +73,7 @@ COOKIE = ("ftrace", "user_unwind_cookie")
 UNWIND_STACK = ("ftrace", "user_unwind_stack")
 INODE_CACHE = "inode_cache"                      # system and event name
 COMPANIONS = {KERNEL_STACK: "kernel", USER_STACK: "user_stack", COOKIE: "cookie"}
+_NO_KEY = (None, None)      # the (system, name) of an event with no format
 
 NO_VMA = (1 << 64) - 1           # inodes[i] == -1L: no VMA at that address (raw address kept)
 ANON = "[anon]"                  # inode 0: anonymous memory
@@ -167,7 +168,7 @@ class FtraceFeed:
         self.head = 0               # fifo[:head] were handed on
         self.seq = 0
         self.served = None          # samples stitched by the stack being fed, for on_stack
-        self.counts = Counter()     # events by system:name
+        self.counts = Counter()     # events by (system, name)
         self.anomalies = Counter()  # companions without their event, unknown inodes, ...
         self.missed_events = 0
 
@@ -179,13 +180,14 @@ class FtraceFeed:
 
     def event(self, ev):
         """One event, in the order trace-cmd report prints them (time order across CPUs)."""
-        key = (ev.system, ev.name)
-        self.counts["%s:%s" % key] += 1
-        if ev.type is None:         # a format that did not parse, or a damaged type id
+        t = ev.type
+        key = t.key if t is not None else _NO_KEY
+        self.counts[key] += 1
+        if t is None:               # a format that did not parse, or a damaged type id
             self.anomalies["events of a type with no event format"] += 1
         buf = getattr(ev, "buffer", TOP)
         cpu = (buf, ev.cpu)         # a ring buffer: CPU numbers are per trace buffer
-        st = self._stitcher(buf)
+        st = self.stitchers.get(buf) or self._stitcher(buf)
         if ev.missed:
             self._close_cpu(cpu)
             st.lost(1, max(ev.missed, 0))
@@ -210,11 +212,11 @@ class FtraceFeed:
                 p.kernel = self._kernel(ev)
                 return
             if role == "cookie":
-                p.cookie = ev["cookie"]
+                p.cookie = ev.number("cookie")
             else:
-                callers = ev.get("caller") or []
+                callers = ev.numbers("caller", None) or []
                 p.user_stack = tuple((None, a) for a in _trim(callers, self.no_vma))
-                p.tgid = ev.get("tgid")
+                p.tgid = ev.number("tgid", None)
             self._close(cpu, p)             # the user part is written last: p is complete
             return
         if key == UNWIND_STACK:
@@ -243,7 +245,10 @@ class FtraceFeed:
         for st in self.stitchers.values():
             st.finish()
         self._drain()
-        self.report.extra.update({"events": dict(sorted(self.counts.items())),
+        events = Counter()
+        for key, n in self.counts.items():
+            events["%s:%s" % key] += n
+        self.report.extra.update({"events": dict(sorted(events.items())),
                                   "ftrace_anomalies": dict(sorted(self.anomalies.items())),
                                   "inode_cache_entries": len(self.paths),
                                   "buffers": {b: c.to_json() for b, c in self.buffers.items()}})
@@ -352,9 +357,9 @@ class FtraceFeed:
         bisect.insort(self.fifo, (s.time, self.seq, s), lo=self.head)
         st.sample(s)
         if (ev.system, ev.name) == ("sched", "sched_process_exit"):
-            st.exit(ev.get("pid", ev.pid), ev.ts)
+            st.exit(ev.number("pid", ev.pid), ev.ts)
         elif (ev.system, ev.name) == ("sched", "sched_process_fork"):
-            child = ev.get("child_pid")
+            child = ev.number("child_pid", None)
             if child is not None:
                 st.reuse(child)
                 self.entries.pop((buf, child), None)
@@ -367,37 +372,38 @@ class FtraceFeed:
                     self._close(cpu, p)
 
     def _kernel(self, ev):
-        size = ev.get("size")
+        f = ev.type.fields.get("size")
+        size = ev.number("size") if f is not None and f.unpack is not None else ev.get("size")
         if isinstance(size, int) and size >= 0 and "caller" in ev:
             callers = ev.array("caller", size)
         else:
-            callers = ev.get("caller") or []
+            callers = ev.numbers("caller", None) or []
         return tuple(_trim(callers, self.no_vma))
 
     def _inode(self, ev):
-        key = ev.get("inode", ev.get("hash"))
+        key = ev.number("inode", ev.number("hash", None))
         if key is None:
             self.anomalies["inode_cache without inode or hash"] += 1
             return
-        self.paths[(key, ev.get("dev"))] = ev.get("path", "")
+        self.paths[(key, ev.number("dev", None))] = ev.text("path", "")
 
     def _unwind_stack(self, ev, buf, st):
         pid = ev.pid
         self._flush_pid(buf, pid)       # its events may sit open on another CPU (migration)
-        stack = ev.get("stack") or []
+        stack = ev.numbers("stack", None) or []
         keys = None
         for name in ("inodes", "hashes", "hash"):
             if name in ev:
-                keys = ev[name]
+                keys = ev.numbers(name)
                 break
-        devs = ev.get("dev")
+        devs = ev.numbers("dev", None)
         frames = []
         for i, off in enumerate(stack):
             k = keys[i] if keys is not None and i < len(keys) else None
             d = devs[i] if devs is not None and i < len(devs) else None
             frames.append((self._path(k, d), off))
         self.served = []
-        cookie = ev["cookie"]
+        cookie = ev.number("cookie")
         self.buffers[buf].deferred_records += 1
         st.deferred(DeferredStack(pid, pid, cookie, ev.ts, tuple(frames)))
         served, self.served = self.served, None
@@ -438,6 +444,8 @@ class FtraceFeed:
         event still open on some CPU is older (it will be inserted before it)."""
         fifo = self.fifo
         i = self.head
+        if i >= len(fifo) or fifo[i][2].outcome is None:
+            return                  # nothing to hand on yet
         oldest_open = min((p.ev.ts for q in self.open.values() for p in q), default=None)
         while i < len(fifo):
             s = fifo[i][2]

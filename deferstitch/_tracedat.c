@@ -1,0 +1,445 @@
+/* deferstitch._tracedat: a trace.dat's flyrecord data read page by page, every byte checked.
+ *
+ * The ring-buffer pages of each CPU (trace-cmd.dat(5), libtraceevent's kbuffer-parse.c, whose
+ * walk this follows step for step), read with pread() into a buffer of our own, never mapped:
+ *
+ *     page   | u64 timestamp | long commit (bits 0-26 bytes of data, 31 MISSING_EVENTS,
+ *            |               |              30 MISSING_STORED) | data[commit] | [long lost] |
+ *     event  | u32 type_len:5 time_delta:27 | array[] |
+ *            type_len 1..28: 4*type_len bytes of payload; 0: array[0] - 4 bytes after it;
+ *            29 padding (array[0] bytes); 30 time extend; 31 absolute time stamp
+ *
+ *     CPU 0 pages ─► next record ─┐
+ *     CPU 1 pages ─► next record ─┼─► the earliest (ties: the lower CPU) ─►
+ *     CPU n pages ─► next record ─┘   (ts, cpu, missed, type, pid, file offset, payload)
+ *
+ * Each CPU holds its next record (as libtracecmd peeks every CPU); taking one reads the CPU's
+ * next. Before anything is used it is checked: the page lies inside the file, its commit and
+ * stored count inside the page, each event header and payload inside the commit, padding moves
+ * forward, a record holds its common fields. The first failure on a CPU is Damaged(cpu, file
+ * offset, why), raised when that CPU's next record is taken up (right after its last good
+ * record was handed out), so the caller gets every good record before it. scan() walks each
+ * CPU alone to its end and gives (good records, damage or None) per CPU: the budget that keeps
+ * libtracecmd (the Python path, bridge.py) from ever loading a page we found damaged.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MISSING_EVENTS (1ULL << 31)
+#define MISSING_STORED (1ULL << 30)
+#define COMMIT_MASK ((1U << 27) - 1)
+#define TS_MSB (0xf8ULL << 56)
+#define T_PADDING 29
+#define T_EXTEND 30
+#define T_STAMP 31
+
+static PyObject *Damaged;
+
+typedef struct {
+    int64_t first, end;         /* this CPU's data in the file: [first, end) */
+    int64_t page_off;           /* file offset of the page in buf, -1 before the first */
+    unsigned char *buf;
+    uint32_t commit;            /* bytes of event data on the page */
+    long long lost;             /* the page's missed-events count (kbuffer's lost_events) */
+    uint64_t ts;                /* time of the event at curr */
+    uint32_t curr, next, index; /* as kbuffer: event start, next event, payload start */
+    int has, done;              /* a record is held; the CPU is at its end (or damaged) */
+    int64_t rec_off;
+    uint64_t rec_ts;
+    long long rec_missed;
+    uint32_t rec_index, rec_size;
+    long long records;          /* records taken from this CPU */
+    int64_t err_off;            /* damage found: its offset and text (err set) */
+    char err[160];
+    int has_err;
+    int id;                     /* the CPU's number as records carry it */
+} Cpu;
+
+typedef struct {
+    PyObject_HEAD
+    int fd, page_size, start, long8, swap;
+    int64_t file_size;
+    int type_off, type_size, pid_off, pid_size, common_end;
+    int ncpus;
+    Cpu *cpus;
+} Walker;
+
+static inline uint32_t rd4(const Walker *w, const unsigned char *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return w->swap ? __builtin_bswap32(v) : v;
+}
+
+static inline uint64_t rd8(const Walker *w, const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return w->swap ? __builtin_bswap64(v) : v;
+}
+
+static inline uint64_t rdlong(const Walker *w, const unsigned char *p) {
+    return w->long8 ? rd8(w, p) : rd4(w, p);
+}
+
+/* An unsigned number of 1, 2, 4 or 8 bytes in the file's byte order, as tep_read_number. */
+static uint64_t rdnum(const Walker *w, const unsigned char *p, int size) {
+    switch (size) {
+    case 1: return p[0];
+    case 2: { uint16_t v; memcpy(&v, p, 2); return w->swap ? __builtin_bswap16(v) : v; }
+    case 4: return rd4(w, p);
+    case 8: return rd8(w, p);
+    }
+    return 0;
+}
+
+static void damage(Cpu *c, int64_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void damage(Cpu *c, int64_t off, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, sizeof c->err, fmt, ap);
+    va_end(ap);
+    c->err_off = off;
+    c->has_err = 1;
+    c->done = 1;
+    c->has = 0;
+}
+
+/* Read the page at off into c->buf and check its header: 0 loaded, -1 damage (c->err). */
+static int load_page(Walker *w, Cpu *c, int64_t off) {
+    int64_t ps = w->page_size;
+    if (off > w->file_size - ps) {
+        damage(c, off, "its page at %#llx runs past the end of the file (%lld bytes): truncated",
+               (long long)off, (long long)w->file_size);
+        return -1;
+    }
+    int64_t got = 0;
+    while (got < ps) {
+        ssize_t n = pread(w->fd, c->buf + got, (size_t)(ps - got), (off_t)(off + got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            damage(c, off, "its page at %#llx cannot be read (%s): the file was cut while it "
+                   "was read?", (long long)off, n < 0 ? strerror(errno) : "end of file");
+            return -1;
+        }
+        got += n;
+    }
+    c->page_off = off;
+    uint64_t flags = rdlong(w, c->buf + 8);
+    c->ts = rd8(w, c->buf);
+    c->commit = (uint32_t)flags & COMMIT_MASK;
+    if ((int64_t)w->start + c->commit > ps) {
+        damage(c, off + 8, "its page says it holds %u bytes of events, more than a %d-byte page "
+               "has room for", c->commit, w->page_size);
+        return -1;
+    }
+    if (flags & MISSING_EVENTS) {
+        if (flags & MISSING_STORED) {
+            if ((int64_t)w->start + c->commit + (w->long8 ? 8 : 4) > ps) {
+                damage(c, off + 8, "its page's count of missed events lies past the page");
+                return -1;
+            }
+            c->lost = (long long)rdlong(w, c->buf + w->start + c->commit);
+        } else {
+            c->lost = -1;
+        }
+    } else {
+        c->lost = 0;
+    }
+    c->curr = c->next = c->index = 0;
+    return 0;
+}
+
+/* The CPU's next data event (kbuffer's __next_event), loading pages as needed: 1 held, 0 at its
+ * end, -1 damage. */
+static int advance(Walker *w, Cpu *c) {
+    c->has = 0;
+    if (c->done)
+        return c->has_err ? -1 : 0;
+    for (;;) {
+        if (c->page_off < 0 || c->next >= c->commit) {
+            int64_t off = c->page_off < 0 ? c->first : c->page_off + w->page_size;
+            if (off >= c->end || off < c->first) {
+                c->done = 1;
+                return 0;
+            }
+            if (load_page(w, c, off) < 0)
+                return -1;
+            if (c->commit == 0)
+                continue;
+        }
+        c->curr = c->next;
+        unsigned char *d = c->buf + w->start;
+        int64_t at = c->page_off + w->start + c->curr;
+        if ((uint64_t)c->curr + 4 > c->commit) {
+            damage(c, at, "an event header at byte %u of its page runs past the page's %u bytes "
+                   "of events", w->start + c->curr, c->commit);
+            return -1;
+        }
+        uint32_t tl = rd4(w, d + c->curr);
+        uint32_t type_len = w->swap ? tl >> 27 : tl & 31;
+        uint64_t delta = w->swap ? tl & ((1U << 27) - 1) : tl >> 5;
+        int64_t index = c->curr + 4, length;
+        if (type_len == 0 || type_len >= T_PADDING) {
+            if ((uint64_t)c->curr + 8 > c->commit) {
+                damage(c, at, "an event header at byte %u of its page runs past the page's %u "
+                       "bytes of events", w->start + c->curr, c->commit);
+                return -1;
+            }
+        }
+        if (type_len == T_PADDING) {
+            length = (int32_t)rd4(w, d + index);
+        } else if (type_len == T_EXTEND || type_len == T_STAMP) {
+            uint64_t msb = type_len == T_STAMP ? c->ts & TS_MSB : 0;
+            uint64_t ext = (uint64_t)rd4(w, d + index) << 27;
+            delta = (ext + delta) | msb;
+            index += 4;
+            length = 0;
+        } else if (type_len == 0) {
+            length = (int64_t)(int32_t)(rd4(w, d + index) - 4);
+            length = (length + 3) & ~(int64_t)3;
+            index += 4;
+        } else {
+            length = type_len * 4;
+        }
+        if (type_len == T_STAMP)
+            c->ts = delta;
+        else
+            c->ts += delta;
+        int64_t next = index + length;
+        if (next <= c->curr) {
+            damage(c, at, "an event at byte %u of its page says the next one begins before it",
+                   w->start + c->curr);
+            return -1;
+        }
+        c->index = (uint32_t)index;
+        c->next = next > c->commit ? c->commit : (uint32_t)next;
+        if (type_len >= T_PADDING)
+            continue;               /* padding, time extend, time stamp: not records */
+        if (length < 0 || next > c->commit) {
+            damage(c, at, "an event of %lld bytes at byte %u of its page overruns the page's %u "
+                   "bytes of events", (long long)(length & 0xFFFFFFFF), w->start + c->curr,
+                   c->commit);
+            return -1;
+        }
+        if (length < w->common_end) {
+            damage(c, at, "a %lld-byte event is shorter than its common fields (%d bytes)",
+                   (long long)length, w->common_end);
+            return -1;
+        }
+        c->has = 1;
+        c->rec_off = at;
+        c->rec_ts = c->ts;
+        /* only the page's first event carries the count (kbuffer_missed_events: an int) */
+        c->rec_missed = c->curr == 0 ? (long long)(int)c->lost : 0;
+        c->rec_index = (uint32_t)index;
+        c->rec_size = (uint32_t)length;
+        return 1;
+    }
+}
+
+static void walker_dealloc(Walker *w) {
+    if (w->cpus) {
+        for (int i = 0; i < w->ncpus; i++)
+            PyMem_Free(w->cpus[i].buf);
+        PyMem_Free(w->cpus);
+    }
+    Py_TYPE(w)->tp_free((PyObject *)w);
+}
+
+/* Walker(fd, file_size, page_size, long_size, big_endian, (type_off, type_size, pid_off,
+ * pid_size, common_end), [(cpu id, first, size), ...]) */
+static int walker_init(Walker *w, PyObject *args, PyObject *kw) {
+    int fd, page_size, long_size, big;
+    long long file_size;
+    PyObject *cpus;
+    if (!PyArg_ParseTuple(args, "iLiip(iiiii)O!", &fd, &file_size, &page_size, &long_size, &big,
+                          &w->type_off, &w->type_size, &w->pid_off, &w->pid_size, &w->common_end,
+                          &PyList_Type, &cpus))
+        return -1;
+    if (page_size < 32 || page_size > (1 << 26) || (long_size != 4 && long_size != 8)) {
+        PyErr_Format(PyExc_ValueError, "page size %d / long size %d", page_size, long_size);
+        return -1;
+    }
+    w->fd = fd;
+    w->file_size = file_size;
+    w->page_size = page_size;
+    w->long8 = long_size == 8;
+    w->start = long_size == 8 ? 16 : 12;
+    w->swap = big != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+    Py_ssize_t n = PyList_GET_SIZE(cpus);
+    w->cpus = PyMem_Calloc(n ? n : 1, sizeof(Cpu));
+    if (!w->cpus)
+        return PyErr_NoMemory(), -1;
+    w->ncpus = (int)n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Cpu *c = &w->cpus[i];
+        long long first, size;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(cpus, i), "iLL", &c->id, &first, &size))
+            return -1;
+        c->first = first;
+        c->end = size > 0 && first <= INT64_MAX - size ? first + size : first;
+        c->page_off = -1;
+        c->buf = PyMem_Malloc((size_t)page_size);
+        if (!c->buf)
+            return PyErr_NoMemory(), -1;
+    }
+    for (int i = 0; i < w->ncpus; i++)     /* every CPU holds its first record */
+        advance(w, &w->cpus[i]);
+    return 0;
+}
+
+static PyObject *raise_damage(Cpu *c) {
+    PyObject *v = Py_BuildValue("(iLs)", c->id, (long long)c->err_off, c->err);
+    if (v) {
+        PyErr_SetObject(Damaged, v);
+        Py_DECREF(v);
+    }
+    c->has_err = 0;         /* raised once; the CPU stays at its end */
+    return NULL;
+}
+
+/* The next record in time order: (ts, cpu, missed, type, pid, offset, payload), None at the end. */
+static PyObject *walker_next(Walker *w, PyObject *unused) {
+    Cpu *best = NULL;
+    for (int i = 0; i < w->ncpus; i++) {
+        Cpu *c = &w->cpus[i];
+        if (c->has_err && !c->has)
+            return raise_damage(c);
+        if (c->has && (!best || c->rec_ts < best->rec_ts))
+            best = c;
+    }
+    if (!best)
+        Py_RETURN_NONE;
+    const unsigned char *p = best->buf + w->start + best->rec_index;
+    int type = -1, pid = -1;
+    if (w->type_size > 0)
+        type = (int)rdnum(w, p + w->type_off, w->type_size);
+    if (w->pid_size > 0)
+        pid = (int)rdnum(w, p + w->pid_off, w->pid_size);
+    PyObject *r = Py_BuildValue("(KiLiiLy#)", (unsigned long long)best->rec_ts, best->id,
+                                best->rec_missed, type, pid, (long long)best->rec_off, p,
+                                (Py_ssize_t)best->rec_size);
+    if (!r)
+        return NULL;
+    best->records++;
+    advance(w, best);
+    return r;
+}
+
+/* (ts, missed) of the CPU's next record, not taken; None at its end or at damage. */
+static PyObject *walker_peek(Walker *w, PyObject *arg) {
+    long i = PyLong_AsLong(arg);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    for (int k = 0; k < w->ncpus; k++) {
+        Cpu *c = &w->cpus[k];
+        if (c->id == i && c->has)
+            return Py_BuildValue("(KL)", (unsigned long long)c->rec_ts, c->rec_missed);
+    }
+    Py_RETURN_NONE;
+}
+
+/* Each CPU walked alone to its end: [(cpu id, good records, (offset, why) or None, first
+ * record (ts, offset) or None)]. Leaves the walker at its end. */
+static PyObject *walker_scan(Walker *w, PyObject *unused) {
+    PyObject *out = PyList_New(0);
+    if (!out)
+        return NULL;
+    for (int i = 0; i < w->ncpus; i++) {
+        Cpu *c = &w->cpus[i];
+        PyObject *first = NULL;
+        long long n = 0;
+        if (c->has && !(first = Py_BuildValue("(KL)", (unsigned long long)c->rec_ts,
+                                              (long long)c->rec_off))) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        while (c->has) {
+            n++;
+            advance(w, c);
+        }
+        PyObject *err = c->has_err ? Py_BuildValue("(Ls)", (long long)c->err_off, c->err)
+                                   : (Py_INCREF(Py_None), Py_None);
+        if (!first) {
+            first = Py_None;
+            Py_INCREF(first);
+        }
+        PyObject *t = Py_BuildValue("(iLNN)", c->id, n, err, first);
+        if (!t || PyList_Append(out, t) < 0) {
+            Py_XDECREF(t);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(t);
+    }
+    return out;
+}
+
+static PyObject *walker_iternext(Walker *w) {
+    PyObject *r = walker_next(w, NULL);
+    if (r == Py_None) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    return r;
+}
+
+static PyObject *walker_records(Walker *w, void *unused) {
+    long long n = 0;
+    for (int i = 0; i < w->ncpus; i++)
+        n += w->cpus[i].records;
+    return PyLong_FromLongLong(n);
+}
+
+static PyGetSetDef walker_getset[] = {
+    {"records", (getter)walker_records, NULL, "records handed out so far", NULL},
+    {NULL}
+};
+
+static PyMethodDef walker_methods[] = {
+    {"next", (PyCFunction)walker_next, METH_NOARGS, "the next record in time order, or None"},
+    {"peek", (PyCFunction)walker_peek, METH_O, "(ts, missed) of a CPU's next record, or None"},
+    {"scan", (PyCFunction)walker_scan, METH_NOARGS, "each CPU to its end: good records, damage"},
+    {NULL}
+};
+
+static PyTypeObject WalkerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "deferstitch._tracedat.Walker",
+    .tp_basicsize = sizeof(Walker),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A trace.dat buffer's CPU data, its records in time order, every page checked.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)walker_init,
+    .tp_dealloc = (destructor)walker_dealloc,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)walker_iternext,
+    .tp_methods = walker_methods,
+    .tp_getset = walker_getset,
+};
+
+static struct PyModuleDef tracedat_module = {
+    PyModuleDef_HEAD_INIT, "deferstitch._tracedat",
+    "A trace.dat's ring-buffer pages read by us, every offset and size checked.", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__tracedat(void) {
+    if (PyType_Ready(&WalkerType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&tracedat_module);
+    if (!m)
+        return NULL;
+    Damaged = PyErr_NewException("deferstitch._tracedat.Damaged", NULL, NULL);
+    Py_INCREF(&WalkerType);
+    if (!Damaged || PyModule_AddObject(m, "Walker", (PyObject *)&WalkerType) < 0 ||
+        PyModule_AddObject(m, "Damaged", Damaged) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
