@@ -90,10 +90,12 @@ fuzz-trace: fuzz-seeds
 fuzz-engine: fuzz-seeds
 	mkdir -p $(FUZZ_DIR)/corpus-engine $(FUZZ_DIR)/corpus-pages
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	  $$($(PYTHON)-config --includes) fuzz/engine_fuzz.c deferstitch/_accel.c \
+	  -DFUZZ_MODULE=_accel -DFUZZ_CASE=perf_case \
+	  $$($(PYTHON)-config --includes) fuzz/module_fuzz.c deferstitch/_accel.c \
 	  $$($(PYTHON)-config --embed --ldflags) -o $(FUZZ_DIR)/engine_fuzz
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	  $$($(PYTHON)-config --includes) fuzz/pages_fuzz.c deferstitch/_tracedat.c \
+	  -DFUZZ_MODULE=_tracedat -DFUZZ_CASE=pages_case \
+	  $$($(PYTHON)-config --includes) fuzz/module_fuzz.c deferstitch/_tracedat.c \
 	  $$($(PYTHON)-config --embed --ldflags) -o $(FUZZ_DIR)/pages_fuzz
 	DEFERSTITCH_ROOT=$(CURDIR) PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=0 \
 	  fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_DIR)/pages_fuzz $(FUZZ_DIR)/corpus-pages $(FUZZ_DIR)/seeds/pages \

@@ -9,7 +9,7 @@ An input ends either in a report whose counts add up (samples == stitched + pass
 sum(unmatched)) or in a DeferstitchError: one line naming the file. Anything else raises
 (AssertionError, or the stray exception itself) and the harness saves the input; a crash in C
 (ours or libtracecmd's) is caught by libFuzzer, which saves it too. Shared by fuzz_trace.py,
-engine_fuzz.c and tests/test_fuzz_harness.py.
+module_fuzz.c and tests/test_fuzz_harness.py.
 """
 import atexit
 import os
