@@ -32,6 +32,7 @@ class Resolver:
         self.build_ids = {}      # recorded path -> build id (BUILD_ID feature, MMAP2)
         self.ksymbols = []       # (start, end, name) from KSYMBOL records
         self._elves = {}         # (path, build id) -> ElfSymbols or None
+        self._where = {}         # (path, build id) -> where locate() found its files
         self._cache = {}         # (path, build id, file offset) -> (sym, off)
         self._frames = {}        # (pid, ip) -> (sym, off, dso) while the maps do not change
         self._generation = None
@@ -44,12 +45,20 @@ class Resolver:
         self._inlines = {}       # (path, build id, file offset) -> inlined names, innermost first
 
     # -- finding binaries ----------------------------------------------------------------------
+    def located(self, path, build_id):
+        """locate()'s answer for a dso, searched once for its symbols and its DWARF both."""
+        key = (path, build_id)
+        where = self._where.get(key)
+        if where is None:
+            where = self._where[key] = self.locator.locate(path, build_id)
+        return where
+
     def elf_for(self, path, build_id):
         key = (path, build_id)
         if key in self._elves:
             return self._elves[key]
         found = None
-        where = self.locator.locate(path, build_id)
+        where = self.located(path, build_id)
         if where.why:
             self.refused[path] = where.why
         if where.symtab is not None:
@@ -135,7 +144,7 @@ class Resolver:
         if key in self._dwarf:
             return self._dwarf[key]
         found = None
-        where = self.locator.locate(path, build_id)
+        where = self.located(path, build_id)
         for cand in dict.fromkeys((where.symtab, where.runtime)):
             if cand is None or not has_debug_info(cand):
                 continue
