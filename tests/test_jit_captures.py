@@ -271,3 +271,20 @@ def test_stitch_no_report_leaves_the_feature_out(guest, tmp_path):
                      run_cli("script", out, "--symfs", root, "--kallsyms", ks).stdout)
     assert outs[()][0] and not outs[("--no-report",)][0]
     assert outs[()][1] == outs[("--no-report",)][1] and b"(/tmp/jit-232.dump)" in outs[()][1]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_fleet_names_as_folded(scenario, guest, tmp_path):
+    """`fleet` on a real capture gives `folded`'s lines, every name included: JIT (named in the
+    task), [vdso] (the recorded kernel's image, found on the client), inlined calls, the rest."""
+    pytest.importorskip("distributed", reason="Dask not installed: pip install 'deferstitch[fleet]'")
+    root, ks, work = guest
+    data = unpack(scenario, "per-task.data", work)
+    opts = ["-q", "--symfs", root, "--kallsyms", ks]
+    single = run_cli("folded", data, *opts)
+    assert single.returncode == 0, single.stderr
+    out = tmp_path / "fleet.folded"
+    r = run_cli("fleet", data, *opts, "--workers", "1", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert b"__vdso_" in single.stdout
+    assert out.read_bytes() == single.stdout
