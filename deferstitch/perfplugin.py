@@ -35,6 +35,7 @@ from .perfdata.feed import PerfFeed
 from .perfdata.reader import PerfData
 from .report import StitchReport
 from .symbols.resolver import INLINED
+from .symbols.vdso import is_vdso
 
 USAGE = """usage: perf script [-i perf.data] -s perf_scripts/stitch.py -- [options]
   --folded          FlameGraph folded stacks instead of perf script's layout
@@ -267,9 +268,11 @@ class Plugin:
         for i, (ip, name, off, dso) in enumerate(frames):
             if dso is not None and name is not None and dso != INLINED:
                 self.names[(pid, ip)] = (name, off, dso)
-            elif name is None and dso and dso.startswith("/tmp/perf-") and self.producer is not None:
+            elif name is None and dso and (dso.startswith("/tmp/perf-") or is_vdso(dso)) \
+                    and self.producer is not None:
                 # run-time generated code perf could not name (a jitdump it was not given
-                # through perf inject --jit): ours, when we have one
+                # through perf inject --jit), a [vdso] frame perf's own process's image does
+                # not name (another kernel recorded): ours, when we have one
                 ours = self.ctx.resolver.frame(pid, ip)
                 if ours[0] is not None:
                     frames[i] = (ip,) + ours

@@ -9,7 +9,11 @@ hosts is one key and its symbol file is read once, by the client:
     ("u", path, build id, file offset)     in a file mapping; named through its ELF file
     ("k", kallsyms, dso, _text, address)   kernel or module; named through that kallsyms, shifted
                                            to the recorded _text (KASLR) as PerfContext does
-    ("d", dso)                             no symbols to look for: [vdso], [anon], [unknown], ...
+    ("v", dso, build id, (release, kernel build id), file offset)
+                                           [vdso]: named through the recorded kernel's vDSO
+                                           image, found on the client as folded finds it
+                                           (symbols/vdso.py)
+    ("d", dso)                             no symbols to look for: [anon], [unknown], ...
     ("n", name)                            named in the task (KSYMBOL: BPF programs, trampolines;
                                            run-time generated code: symbols/jitnames.py, whose
                                            map file or jitdump only the task's host has)
@@ -21,7 +25,9 @@ from collections import Counter
 from ..symbols.kallsyms import Kallsyms
 from ..symbols.maps import KERNEL_DSO, KERNEL_START, Maps
 from ..symbols.resolver import UNKNOWN, Resolver
+from ..symbols.vdso import VdsoSource, is_vdso
 from .folded import frame_name
+from .perf_records import is_running_kernel, kernel_build_id, kernel_release
 from .frames import sample_ips, weight
 from .sink import Sink
 
@@ -37,6 +43,7 @@ class AddressStacks(Sink):
         self._keys = {}
         self._generation = None
         self._text = None
+        self._kernel = None          # (release, build id) of the recorded kernel, for [vdso]
 
     def resolved(self, s):
         """A sample from the Python path (PerfFeed)."""
@@ -73,6 +80,10 @@ class AddressStacks(Sink):
         m = res.maps.find(pid, ip)
         if m is None:
             return ("d", UNKNOWN)
+        if self.symbols and is_vdso(m.path):
+            if self._kernel is None:        # asked at the first [vdso] frame (a pipe's features)
+                self._kernel = (kernel_release(self.ctx.perf), kernel_build_id(self.ctx.perf))
+            return ("v", m.path, m.build_id or res.build_ids.get(m.path), self._kernel, m.file_offset(ip))
         if not self.symbols or m.path.startswith("["):
             return ("d", m.path)
         jit = res.jit.find(m.path, ip)          # the task's own names (ctx naming is off)
@@ -96,6 +107,8 @@ class StackNamer:
     def __init__(self, symfs=None, buildid_dir=None, inline=True):
         self.resolver = Resolver(Maps(), None, symfs, buildid_dir)
         self.resolver.inline = inline
+        self.symfs, self.buildid_dir = symfs, buildid_dir
+        self.vdso = {}               # (release, kernel build id) -> Resolver of that kernel's [vdso]
         self.kallsyms = {}
         self.names = {}
 
@@ -111,6 +124,13 @@ class StackNamer:
             return key[1]
         if kind == "d":
             return frame_name(None, key[1])
+        if kind == "v":
+            _k, dso, build_id, kernel, off = key
+            res = self.vdso.get(kernel)
+            if res is None:
+                res = self.vdso[kernel] = Resolver(Maps(), None, self.symfs, self.buildid_dir)
+                res.locator.vdso = VdsoSource(kernel[0], is_running_kernel(*kernel))
+            return frame_name(res.file_symbol(dso, build_id, off)[0], dso)
         if kind == "u":
             _k, path, build_id, off = key
             res = self.resolver

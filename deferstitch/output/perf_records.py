@@ -38,9 +38,15 @@ def vdso_source(perf):
     """The recorded kernel, for [vdso] frames (symbols/vdso.py): its release, and whether it is
     the running one (by build id as for kallsyms; by release when no build id was recorded)."""
     def facts():             # asked at the first [vdso] frame: a pipe's features come first
-        release, build_id = kernel_release(perf), kernel_build_id(perf)
-        return release, running_build_id() == build_id if build_id else release == os.uname().release
+        release = kernel_release(perf)
+        return release, is_running_kernel(release, kernel_build_id(perf))
     return VdsoSource(facts=facts)
+
+
+def is_running_kernel(release, build_id):
+    """Whether the recorded kernel is the one running here: the same build id, or the same
+    release when no build id was recorded (the test made for /proc/kallsyms)."""
+    return running_build_id() == build_id if build_id else release == os.uname().release
 
 
 def kallsyms_for(build_id, release, buildid_dir):
