@@ -331,6 +331,43 @@ def test_a_loss_no_record_followed_shows_in_perfs_final_count(tmp_path, per_buff
         (STITCHED, None, tuple(U3)) if per_buffer else ("unmatched", LOST_NO_COOKIE, None))
 
 
+def test_a_stack_without_a_time_proves_nothing(tmp_path):
+    """A stack whose event's sample_id has no TIME (its attr lacks PERF_SAMPLE_TIME, the
+    samples' has it) may have been written any time after its sample: a loss after it, which
+    a stack of known time escapes, holds it back; one line of report, no traceback, both paths."""
+    ident = BASIC | C.PERF_SAMPLE_IDENTIFIER
+    got = {}
+    for timed in (True, False):
+        f = Synth(attrs=[make_attr(sample_type=ident),
+                         make_attr(sample_type=ident if timed else ident & ~C.PERF_SAMPLE_TIME,
+                                   config=9)], no_cookie=True)
+        f.sample(10, 3 * MS, user_mode=True)          # T10 in user space (not deferred)
+        f.sample(10, 5 * MS, cookie=1)
+        for t in (8, 9, 10):                    # rounds: the sample leaves the sorter first
+            f.round()
+            f.sample(20, t * MS)
+        f.round()
+        f.deferred(10, 6 * MS, 1, U1, attr_index=1)
+        f.round()
+        f.lost(20 * MS, id_=100)                # the one buffer lost records after 10 ms
+        f.sample(20, 20 * MS)
+        path = f.save(str(tmp_path / ("t%d.data" % timed)))
+        samples, rep = stitch(path)[:2]
+        assert rep.conserved() and rep.deferred_records == 1
+        got[timed] = [outcome(s) for s in samples if s.tid == 10 and s.cookie is not None]
+        out = {}
+        for accel in ("1", "0"):
+            r = subprocess.run([sys.executable, "-m", "deferstitch", "report", "--json", path],
+                               cwd=ROOT, capture_output=True, text=True,
+                               env=dict(os.environ, DEFERSTITCH_ACCEL=accel))
+            assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+            out[accel] = r.stdout
+        assert out["1"] == out["0"]
+        assert json.loads(out["0"])["perf"]["no_cookie_held_back"] == (
+            {} if timed else {"stack-may-be-lost": 1})
+    assert got == {True: [(STITCHED, None, tuple(U1))], False: [("unmatched", LOST_NO_COOKIE, None)]}
+
+
 def test_task_exit_and_a_new_task_on_the_same_tid(tmp_path):
     f = Synth(no_cookie=True)
     f.sample(10, 100, cookie=1)

@@ -335,7 +335,10 @@ class LossWatch:
     def verdict(self, since, taken, stack):
         """Whether stitching a sample taken at ``taken`` to the stack written at ``stack`` is
         proven, its task last seen in user space at ``since``: True, a reason (why not), or None
-        (not yet known: ask again when ``advanced`` changed)."""
+        (not yet known: ask again when ``advanced`` changed). A stack without a time (its
+        event's sample_id has no TIME) may have been written any time after the sample."""
+        if stack is None:
+            stack = float("inf")
         hit = self.loss_between(since, stack)
         if hit is not None:
             return STACK_MAY_BE_LOST if self.loss_between(taken, stack) else EARLIER_STACK_MAY_BE_LOST
