@@ -107,12 +107,12 @@ class Synth:
             out += struct.pack(self.e + "QQQ", *b)
         return out
 
-    def deferred(self, tid, time, cookie, user, attr_index=0):
+    def deferred(self, tid, time, cookie, user, attr_index=0, cpu=0):
         ips = [C.PERF_CONTEXT_USER] + list(user)
         body = struct.pack(self.e + "Q%dQ" % len(ips), len(ips), *ips)
         if not self.no_cookie:
             body = struct.pack(self.e + "Q", cookie) + body
-        self._rec(C.PERF_RECORD_CALLCHAIN_DEFERRED, body + self.trailer(tid, time, attr_index), misc=2)
+        self._rec(C.PERF_RECORD_CALLCHAIN_DEFERRED, body + self.trailer(tid, time, attr_index, cpu), misc=2)
 
     def fork(self, tid, time, ptid=1):
         self._rec(C.PERF_RECORD_FORK, struct.pack(self.e + "iiiiQ", tid, ptid, tid, ptid, time)
@@ -122,9 +122,10 @@ class Synth:
         self._rec(C.PERF_RECORD_EXIT, struct.pack(self.e + "iiiiQ", tid, tid, tid, tid, time)
                   + self.trailer(tid, time))
 
-    def lost(self, time, n=5, id_=100):
-        """LOST of ``n`` records in the buffer of the event with id ``id_`` (one id per CPU)."""
-        self._rec(C.PERF_RECORD_LOST, struct.pack(self.e + "QQ", id_, n) + self.trailer(-1, time))
+    def lost(self, time, n=5, id_=100, cpu=0):
+        """LOST of ``n`` records in the buffer of the event with id ``id_`` (one id per CPU);
+        ``cpu``: its sample_id's CPU, where the attr samples it (-a)."""
+        self._rec(C.PERF_RECORD_LOST, struct.pack(self.e + "QQ", id_, n) + self.trailer(-1, time, cpu=cpu))
 
     def round(self):
         self._rec(C.PERF_RECORD_FINISHED_ROUND, b"")

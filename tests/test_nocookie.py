@@ -16,14 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from collect import ours_by_tid, stitch
+from collect import Collect, ours_by_tid, stitch
 from conftest import DATA, ROOT, SCENARIOS, capture, need_sid_perf
 from deferstitch.abi import consts as C
 from deferstitch.errors import FormatError
 from deferstitch.model import (AMBIGUOUS_NO_COOKIE, LOST_NO_COOKIE, NO_COOKIE, STITCHED,
                                STREAM_ENDED, TASK_EXITED, DeferredStack, Sample)
 from deferstitch.perfdata import engine
-from deferstitch.perfdata.feed import probe_layout
+from deferstitch.perfdata.feed import PerfFeed, probe_layout
 from deferstitch.perfdata.buffers import SLACK, LossWatch
 from deferstitch.perfdata.reader import PerfData
 from deferstitch.stitcher import Stitcher
@@ -366,6 +366,85 @@ def test_a_stack_without_a_time_proves_nothing(tmp_path):
         assert json.loads(out["0"])["perf"]["no_cookie_held_back"] == (
             {} if timed else {"stack-may-be-lost": 1})
     assert got == {True: [(STITCHED, None, tuple(U1))], False: [("unmatched", LOST_NO_COOKIE, None)]}
+
+
+def _syswide():
+    """A system-wide file (-a): one event per CPU (ids 100, 101), each record's CPU in it."""
+    f = Synth(attrs=[make_attr(sample_type=BASIC | C.PERF_SAMPLE_CPU)], no_cookie=True)
+    ent = f.evlist.entries[0]
+    ent.ids = [100, 101]
+    f.evlist.by_id[101] = ent
+    return f
+
+
+def _as_stdin(path):
+    """(samples, report) of ``path`` read as standard input is: no read ahead."""
+    with open(path, "rb") as fh:
+        perf = PerfData(fh, "<stdin>")
+        out = Collect()
+        rep = PerfFeed(perf, out).run()
+    return out.samples, rep
+
+
+@pytest.mark.parametrize("case", ["late-lost", "lost-at-end", "count-only", "task-unknown-id",
+                                  "task-lost-at-end"])
+def test_files_we_do_not_have_never_get_another_entrys_stack(tmp_path, case):
+    """Losses the captures do not show, each with the cookie answer beside it (``truth``: the
+    frames of each sample's own entry, None where its stack was lost). T10's stack is dropped
+    by CPU 0's full buffer after its sample at 100 ms; T10 then enters the kernel again on CPU 1
+    and writes that entry's stack (U2); CPU 0 says so late: its LOST comes rounds later
+    (late-lost), or as the file's very last record (lost-at-end), or never, only perf's final
+    count says CPU 0 lost more (count-only); -a files (records carry their CPU). task-*: per
+    task (ids per CPU, records without CPU or id, rounds of one run of times: only a LOST pins
+    a record to its buffer), the LOST as the file's very last record, or late with an id no
+    attr has. From a file and from standard input (no read ahead): never a stitch to another
+    entry's stack; T11's, after CPU 0's loss was revealed and CPU 0 went on, is proven."""
+    task = case.startswith("task")
+    f = _two_buffers() if task else _syswide()
+    cpu = {} if task else {"cpu": 1}
+    c0 = {} if task else {"cpu": 0}
+    truth = {}
+
+    def sample(tid, ms, frames, **kw):
+        f.sample(tid, ms * MS, cookie=1, **kw)
+        truth[tid, ms] = frames
+
+    f.sample(10, 90 * MS, user_mode=True, **c0)          # T10 in user space, on CPU 0
+    sample(10, 100, None, **c0)                          # its stack: dropped on CPU 0
+    f.sample(11, 95 * MS, user_mode=True, **cpu)         # CPU 1 (back in time: its piece)
+    f.round()
+    sample(10, 140, tuple(U2), **cpu)                    # the next entry, on CPU 1
+    f.deferred(10, 170 * MS, 1, U2, **cpu)
+    f.round()
+    for t in (200, 250):                                 # CPU 0 silent
+        f.sample(11, t * MS, **cpu)
+        f.round()
+    if case == "late-lost":
+        f.lost(300 * MS, id_=100, **c0)
+    elif case == "task-unknown-id":
+        f.lost(300 * MS, id_=999)
+    f.sample(11, 350 * MS, user_mode=True, **cpu)
+    sample(11, 400, tuple(U3), **cpu)
+    f.deferred(11, 410 * MS, 1, U3, **cpu)
+    f.round()
+    if case in ("late-lost", "task-unknown-id"):
+        f.sample(12, 500 * MS, **c0)                     # CPU 0 again, past everything
+    if case == "count-only":
+        f.raw(C.PERF_RECORD_LOST_SAMPLES, struct.pack("<Q", 5) + f.trailer(0, 0))
+    elif case.endswith("lost-at-end"):
+        f.lost(600 * MS, id_=100, **c0)                  # nothing of CPU 0 after it
+    path = f.save(str(tmp_path / "x.data"))
+    for how, (samples, rep) in (("file", stitch(path)[:2]), ("stdin", _as_stdin(path))):
+        assert rep.conserved() and rep.deferred_layout == "no-cookie"
+        got = {(s.tid, s.time // MS): s for s in samples if s.cookie is not None}
+        assert set(got) == set(truth)
+        for key, s in got.items():
+            if s.outcome == STITCHED:
+                assert tuple(s.user) == truth[key], (how, key)
+        assert got[10, 100].reason == LOST_NO_COOKIE, how      # not U2: never a guess
+        if case in ("late-lost", "task-unknown-id"):
+            assert got[11, 400].outcome == STITCHED, how
+        assert sum(rep.extra["no_cookie_held_back"].values()) == rep.unmatched[LOST_NO_COOKIE]
 
 
 def test_task_exit_and_a_new_task_on_the_same_tid(tmp_path):
