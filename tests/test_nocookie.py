@@ -24,6 +24,7 @@ from deferstitch.model import (AMBIGUOUS_NO_COOKIE, LOST_NO_COOKIE, NO_COOKIE, S
                                STREAM_ENDED, TASK_EXITED, DeferredStack, Sample)
 from deferstitch.perfdata import engine
 from deferstitch.perfdata.feed import PerfFeed, probe_layout
+from deferstitch.perfdata import buffers
 from deferstitch.perfdata.buffers import SLACK, LossWatch
 from deferstitch.perfdata.reader import PerfData
 from deferstitch.stitcher import Stitcher
@@ -301,6 +302,30 @@ def test_the_watch_pins_records_to_buffers_by_piece_order_and_ids(tmp_path):
     g.sample(11, 210 * MS, cookie=1, sample_id=101)
     w = _watched(g, tmp_path)
     assert w.horizon == {0: 200 * MS, 1: 210 * MS}
+
+
+def test_a_round_not_in_perfs_layout_pins_nothing_in_its_next_chunk(tmp_path, monkeypatch):
+    """A round too big for one look (MAX_CHUNK records) is examined in chunks, the least buffer
+    rank carried over. A chunk that contradicts perf record's layout (here CPU 1's LOST before
+    CPU 0's) pins nothing but LOSTs, and neither may the rest of its round: carried over, its
+    bound would pin T10's records, and T20's at 100 ms, to CPU 1, whose later LOST would then
+    seem to start after T10's stack."""
+    monkeypatch.setattr(buffers, "MAX_CHUNK", 4)
+    f = _two_buffers()
+    f.sample(30, 5 * MS, cookie=1)               # chunk 1 (a deferred sample: task order on)
+    f.lost(10 * MS, id_=101)                     # CPU 1 ...
+    f.lost(12 * MS, id_=100)                     # ... then CPU 0: not perf record's order
+    f.sample(20, 13 * MS)
+    f.sample(10, 20 * MS, user_mode=True)        # chunk 2: whose buffer, nothing says
+    f.sample(10, 30 * MS, cookie=1)
+    f.deferred(10, 40 * MS, 1, U2)
+    f.sample(20, 100 * MS)
+    f.round()
+    f.lost(200 * MS, id_=101)                    # CPU 1 lost records since its LOST at 10 ms
+    f.sample(21, 200 * MS)
+    samples, rep = run(f, tmp_path)
+    assert [outcome(s) for s in samples if s.tid == 10 and s.cookie is not None] == [
+        ("unmatched", LOST_NO_COOKIE, None)]
 
 
 @pytest.mark.parametrize("per_buffer", [False, True])

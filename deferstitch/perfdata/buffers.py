@@ -231,7 +231,8 @@ class LossWatch:
         top = self.nbuf - 1
         times, pins, lo = [], [], []
         pairs = []                 # (k, i): record k is in an earlier buffer than record i
-        cur = carry[0]
+        broken = carry[0] is None  # an earlier chunk of this round was not the layout
+        cur = 0 if broken else carry[0]
         maxt = None
         for i, rec in enumerate(chunk):
             t = ev.time_of(rec)
@@ -268,9 +269,10 @@ class LossWatch:
             for i in by_k.get(j, ()):
                 limit = min(limit, hi[i] - 1)
                 hi[j] = limit
-        if any(l > h for l, h in zip(lo, hi)):
-            lo = [0] * len(chunk)          # not the layout described above: pin nothing but LOSTs
+        if broken or any(l > h for l, h in zip(lo, hi)):
+            lo = [0] * len(chunk)          # not the layout described above: pin nothing but LOSTs,
             hi = [top] * len(chunk)
+            carry[0] = None                # nor in the rest of the round (its bound means nothing)
         rank_to_buffer = {n: b for b, n in self.rank.items()}
         for rec, t, pin, l, h in zip(chunk, times, pins, lo, hi):
             if t is None:
