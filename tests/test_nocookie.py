@@ -304,6 +304,35 @@ def test_the_watch_pins_records_to_buffers_by_piece_order_and_ids(tmp_path):
     assert w.horizon == {0: 200 * MS, 1: 210 * MS}
 
 
+def test_attrs_without_ids_still_see_every_loss(tmp_path):
+    """A file whose attrs list no sample ids (a writer other than perf record, or one that left
+    them out) names no buffer: every LOST is a loss of some buffer, from the start to its time,
+    and holds back what it meets (it was ignored: T10's lost stack became the next entry's)."""
+    f = Synth(no_cookie=True)
+    f.evlist.entries[0].ids = []
+    f.evlist.by_id.clear()
+    f.sample(10, 90 * MS, user_mode=True)
+    f.sample(10, 100 * MS, cookie=1)             # its stack is lost
+    f.round()
+    f.lost(120 * MS)
+    f.sample(11, 110 * MS, user_mode=True)       # T11 seen in user space after 120 ms only
+    f.sample(11, 140 * MS, user_mode=True)
+    f.sample(11, 150 * MS, cookie=1)
+    f.deferred(10, 130 * MS, 1, U2)              # T10's next entry's
+    f.deferred(11, 160 * MS, 1, U3)
+    f.round()
+    for t in (200, 300, 400):                    # decided before the end
+        f.sample(20, t * MS)
+        f.round()
+    path = f.save(str(tmp_path / "noids.data"))
+    for samples, rep in (stitch(path)[:2], _as_stdin(path)):     # read ahead, and not
+        assert rep.conserved()
+        got = {(s.tid, s.time // MS): outcome(s) for s in samples if s.cookie is not None}
+        assert got == {(10, 100): ("unmatched", LOST_NO_COOKIE, None),
+                       (11, 150): (STITCHED, None, tuple(U3))}
+        assert rep.extra["no_cookie_held_back"] == {"stack-may-be-lost": 1}
+
+
 def test_a_round_not_in_perfs_layout_pins_nothing_in_its_next_chunk(tmp_path, monkeypatch):
     """A round too big for one look (MAX_CHUNK records) is examined in chunks, the least buffer
     rank carried over. A chunk that contradicts perf record's layout (here CPU 1's LOST before

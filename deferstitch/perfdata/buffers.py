@@ -206,6 +206,11 @@ class LossWatch:
             self._by_cpu(chunk)
         elif self.nbuf:
             self._by_piece(chunk, carry)
+        else:                      # no sample ids at all: no buffer is known, each LOST's neither
+            for rec in chunk:
+                t = self.perf.evlist.time_of(rec)
+                if rec.type == C.PERF_RECORD_LOST and t is not None:
+                    self._loss(None, t, _lost_count(rec, self.perf.endian))
 
     def _by_cpu(self, chunk):
         ev = self.perf.evlist
@@ -321,8 +326,8 @@ class LossWatch:
             return float("inf")
         if self.buffers is None:           # by CPU: the buffers seen so far (see docstring)
             return min(self.horizon.values()) if self.horizon else None
-        if len(self.horizon) < len(self.buffers):
-            return None
+        if not self.horizon or len(self.horizon) < len(self.buffers):
+            return None            # (no buffer known at all: not before the end)
         return min(self.horizon.values())
 
     def loss_between(self, a, b):
