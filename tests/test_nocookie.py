@@ -333,6 +333,44 @@ def test_attrs_without_ids_still_see_every_loss(tmp_path):
         assert rep.extra["no_cookie_held_back"] == {"stack-may-be-lost": 1}
 
 
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_attrs_on_other_cpus_do_not_share_a_buffer_by_the_order_of_their_ids(tmp_path, hybrid):
+    """Without ID_INDEX an id's buffer is told by its place among its attr's ids (one per CPU
+    of the attr's CPU map). That holds when every attr has the same map; on a hybrid machine a
+    core PMU's event has ids for its own CPUs only: here cycles on CPUs 0 and 1 (ids 100, 102)
+    and another PMU's event on CPU 2 (id 101; and CPU 3, id 103, with the HYBRID_TOPOLOGY
+    feature perf writes there) -- its first id is not CPU 0's buffer. Taken for it, CPU 2's
+    record at 200 ms would seem to show that CPU 0 lost nothing before T10's next entry's stack
+    (U2), and T10's sample, whose stack CPU 0 dropped, would get U2."""
+    ident = BASIC | C.PERF_SAMPLE_IDENTIFIER
+    f = Synth(attrs=[make_attr(sample_type=ident, type_=0), make_attr(sample_type=ident, type_=0,
+                                                                      config=1)], no_cookie=True)
+    f.evlist.entries[0].ids = [100, 102]
+    f.evlist.by_id[102] = f.evlist.entries[0]
+    if hybrid:
+        f.evlist.entries[1].ids = [101, 103]
+        f.evlist.by_id[103] = f.evlist.entries[1]
+    f.sample(10, 90 * MS, user_mode=True)                # CPU 0 (id 100)
+    f.sample(10, 100 * MS, cookie=1)                     # its stack: dropped on CPU 0
+    f.sample(11, 95 * MS, user_mode=True, sample_id=102)     # CPU 1
+    f.round()
+    f.sample(10, 140 * MS, cookie=1, sample_id=102)      # the next entry, on CPU 1
+    f.deferred(10, 170 * MS, 1, U2, sample_id=102)
+    f.round()
+    f.sample(12, 200 * MS, attr_index=1)                 # CPU 2 (id 101)
+    f.round()
+    f.sample(11, 250 * MS, sample_id=102)
+    f.round()
+    f.lost(300 * MS, id_=100)                            # CPU 0's loss, revealed
+    f.sample(13, 300 * MS)
+    f.raw(C.PERF_RECORD_LOST_SAMPLES, struct.pack("<Q", 5) + f.trailer(0, 0))    # perf's count
+    path = f.save(str(tmp_path / "h.data"), features={30: b"\1\0\0\0"} if hybrid else None)
+    samples, rep = stitch(path)[:2]
+    assert rep.conserved()
+    got = {(s.tid, s.time // MS): outcome(s) for s in samples if s.cookie is not None}
+    assert got[10, 100] == ("unmatched", LOST_NO_COOKIE, None)      # not U2
+
+
 def test_a_round_not_in_perfs_layout_pins_nothing_in_its_next_chunk(tmp_path, monkeypatch):
     """A round too big for one look (MAX_CHUNK records) is examined in chunks, the least buffer
     rank carried over. A chunk that contradicts perf record's layout (here CPU 1's LOST before

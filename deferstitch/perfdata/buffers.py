@@ -55,6 +55,7 @@ MAX_CHUNK = 50_000          # records of one round examined at once (memory), ra
 _IRQ_SOFTWARE = (0, 1)      # PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_TASK_CLOCK: hrtimer interrupts
 _IRQ_TYPES = (0, 3, 4)      # PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW: PMU interrupts
 _LOST_SAMPLES_BPF = 1 << 15 # PERF_RECORD_MISC_LOST_SAMPLES_BPF: dropped by a BPF filter, not lost
+HEADER_HYBRID_TOPOLOGY = 30 # feature: the CPUs of each core PMU (a hybrid machine)
 
 STACK_MAY_BE_LOST = "stack-may-be-lost"           # a loss between the sample and its stack
 EARLIER_STACK_MAY_BE_LOST = "earlier-stack-may-be-lost"   # ... between its task's last sight in
@@ -77,6 +78,18 @@ def _parsed(parse, rec, *args):
 def _lost_count(rec, e):
     lost = _parsed(R.parse_lost, rec, e)
     return lost.lost if lost else 0
+
+
+def _same_cpu_maps(perf, ents):
+    """Whether the n-th id of every attr is of one buffer: each attr has an id per CPU of its
+    CPU map (per thread too), in order, so only when all attrs have one map. They do not when
+    their numbers of ids differ, nor on a hybrid machine (HYBRID_TOPOLOGY) where an event of a
+    core PMU is opened on that PMU's CPUs only (software events and tracepoints on all)."""
+    with_ids = [e for e in ents if e.ids]
+    if len({len(e.ids) for e in with_ids}) > 1:
+        return False
+    return HEADER_HYBRID_TOPOLOGY not in perf.features or all(
+        e.attr.type in (C.PERF_TYPE_SOFTWARE, C.PERF_TYPE_TRACEPOINT) for e in with_ids)
 
 
 class LossWatch:
@@ -107,8 +120,8 @@ class LossWatch:
             cpus = {x.id: x.cpu for x in ev.index_entries}
             if len(set(cpus.values())) > 1:
                 self.buffer_of_id = cpus
-            else:                  # no ID_INDEX, or per-thread mmaps: the order of each attr's ids
-                for e in ents:
+            elif _same_cpu_maps(self.perf, ents):   # no ID_INDEX, or per-thread mmaps: the
+                for e in ents:                        # order of each attr's ids
                     for n, i in enumerate(e.ids):
                         self.buffer_of_id[i] = n
             order = sorted(set(self.buffer_of_id.values()))
