@@ -51,10 +51,11 @@ class Synth:
         data = struct.pack(self.e + "IHH", rtype, misc, 8 + len(body)) + body
         self.records.append(Record(rtype, misc, data, 0))
 
-    def trailer(self, tid, time, attr_index=0, cpu=0):
+    def trailer(self, tid, time, attr_index=0, cpu=0, sample_id=None):
         lay = self.evlist.entries[attr_index].layout
-        vals = {"pid": tid, "tid": tid, "time": time, "id": 100 + attr_index, "stream_id": 0,
-                "cpu": cpu, "identifier": 100 + attr_index}
+        sid = 100 + attr_index if sample_id is None else sample_id
+        vals = {"pid": tid, "tid": tid, "time": time, "id": sid, "stream_id": 0,
+                "cpu": cpu, "identifier": sid}
         out = b""
         for name in lay.trailer_names:
             if name == "pid":
@@ -107,12 +108,13 @@ class Synth:
             out += struct.pack(self.e + "QQQ", *b)
         return out
 
-    def deferred(self, tid, time, cookie, user, attr_index=0):
+    def deferred(self, tid, time, cookie, user, attr_index=0, cpu=0, sample_id=None):
         ips = [C.PERF_CONTEXT_USER] + list(user)
         body = struct.pack(self.e + "Q%dQ" % len(ips), len(ips), *ips)
         if not self.no_cookie:
             body = struct.pack(self.e + "Q", cookie) + body
-        self._rec(C.PERF_RECORD_CALLCHAIN_DEFERRED, body + self.trailer(tid, time, attr_index), misc=2)
+        self._rec(C.PERF_RECORD_CALLCHAIN_DEFERRED, body + self.trailer(tid, time, attr_index, cpu, sample_id),
+                  misc=2)
 
     def fork(self, tid, time, ptid=1):
         self._rec(C.PERF_RECORD_FORK, struct.pack(self.e + "iiiiQ", tid, ptid, tid, ptid, time)
@@ -122,9 +124,10 @@ class Synth:
         self._rec(C.PERF_RECORD_EXIT, struct.pack(self.e + "iiiiQ", tid, tid, tid, tid, time)
                   + self.trailer(tid, time))
 
-    def lost(self, time, n=5, id_=100):
-        """LOST of ``n`` records in the buffer of the event with id ``id_`` (one id per CPU)."""
-        self._rec(C.PERF_RECORD_LOST, struct.pack(self.e + "QQ", id_, n) + self.trailer(-1, time))
+    def lost(self, time, n=5, id_=100, cpu=0):
+        """LOST of ``n`` records in the buffer of the event with id ``id_`` (one id per CPU);
+        ``cpu``: its sample_id's CPU, where the attr samples it (-a)."""
+        self._rec(C.PERF_RECORD_LOST, struct.pack(self.e + "QQ", id_, n) + self.trailer(-1, time, cpu=cpu))
 
     def round(self):
         self._rec(C.PERF_RECORD_FINISHED_ROUND, b"")

@@ -16,14 +16,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from collect import ours_by_tid, stitch
+from collect import Collect, ours_by_tid, stitch
 from conftest import DATA, ROOT, SCENARIOS, capture, need_sid_perf
 from deferstitch.abi import consts as C
 from deferstitch.errors import FormatError
 from deferstitch.model import (AMBIGUOUS_NO_COOKIE, LOST_NO_COOKIE, NO_COOKIE, STITCHED,
                                STREAM_ENDED, TASK_EXITED, DeferredStack, Sample)
 from deferstitch.perfdata import engine
-from deferstitch.perfdata.feed import probe_layout
+from deferstitch.perfdata.feed import PerfFeed, probe_layout
+from deferstitch.perfdata import buffers
 from deferstitch.perfdata.buffers import SLACK, LossWatch
 from deferstitch.perfdata.reader import PerfData
 from deferstitch.stitcher import Stitcher
@@ -303,6 +304,97 @@ def test_the_watch_pins_records_to_buffers_by_piece_order_and_ids(tmp_path):
     assert w.horizon == {0: 200 * MS, 1: 210 * MS}
 
 
+def test_attrs_without_ids_still_see_every_loss(tmp_path):
+    """A file whose attrs list no sample ids (a writer other than perf record, or one that left
+    them out) names no buffer: every LOST is a loss of some buffer, from the start to its time,
+    and holds back what it meets (it was ignored: T10's lost stack became the next entry's)."""
+    f = Synth(no_cookie=True)
+    f.evlist.entries[0].ids = []
+    f.evlist.by_id.clear()
+    f.sample(10, 90 * MS, user_mode=True)
+    f.sample(10, 100 * MS, cookie=1)             # its stack is lost
+    f.round()
+    f.lost(120 * MS)
+    f.sample(11, 110 * MS, user_mode=True)       # T11 seen in user space after 120 ms only
+    f.sample(11, 140 * MS, user_mode=True)
+    f.sample(11, 150 * MS, cookie=1)
+    f.deferred(10, 130 * MS, 1, U2)              # T10's next entry's
+    f.deferred(11, 160 * MS, 1, U3)
+    f.round()
+    for t in (200, 300, 400):                    # decided before the end
+        f.sample(20, t * MS)
+        f.round()
+    path = f.save(str(tmp_path / "noids.data"))
+    for samples, rep in (stitch(path)[:2], _as_stdin(path)):     # read ahead, and not
+        assert rep.conserved()
+        got = {(s.tid, s.time // MS): outcome(s) for s in samples if s.cookie is not None}
+        assert got == {(10, 100): ("unmatched", LOST_NO_COOKIE, None),
+                       (11, 150): (STITCHED, None, tuple(U3))}
+        assert rep.extra["no_cookie_held_back"] == {"stack-may-be-lost": 1}
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_attrs_on_other_cpus_do_not_share_a_buffer_by_the_order_of_their_ids(tmp_path, hybrid):
+    """Without ID_INDEX an id's buffer is told by its place among its attr's ids (one per CPU
+    of the attr's CPU map). That holds when every attr has the same map; on a hybrid machine a
+    core PMU's event has ids for its own CPUs only: here cycles on CPUs 0 and 1 (ids 100, 102)
+    and another PMU's event on CPU 2 (id 101; and CPU 3, id 103, with the HYBRID_TOPOLOGY
+    feature perf writes there) -- its first id is not CPU 0's buffer. Taken for it, CPU 2's
+    record at 200 ms would seem to show that CPU 0 lost nothing before T10's next entry's stack
+    (U2), and T10's sample, whose stack CPU 0 dropped, would get U2."""
+    ident = BASIC | C.PERF_SAMPLE_IDENTIFIER
+    f = Synth(attrs=[make_attr(sample_type=ident, type_=0), make_attr(sample_type=ident, type_=0,
+                                                                      config=1)], no_cookie=True)
+    f.evlist.entries[0].ids = [100, 102]
+    f.evlist.by_id[102] = f.evlist.entries[0]
+    if hybrid:
+        f.evlist.entries[1].ids = [101, 103]
+        f.evlist.by_id[103] = f.evlist.entries[1]
+    f.sample(10, 90 * MS, user_mode=True)                # CPU 0 (id 100)
+    f.sample(10, 100 * MS, cookie=1)                     # its stack: dropped on CPU 0
+    f.sample(11, 95 * MS, user_mode=True, sample_id=102)     # CPU 1
+    f.round()
+    f.sample(10, 140 * MS, cookie=1, sample_id=102)      # the next entry, on CPU 1
+    f.deferred(10, 170 * MS, 1, U2, sample_id=102)
+    f.round()
+    f.sample(12, 200 * MS, attr_index=1)                 # CPU 2 (id 101)
+    f.round()
+    f.sample(11, 250 * MS, sample_id=102)
+    f.round()
+    f.lost(300 * MS, id_=100)                            # CPU 0's loss, revealed
+    f.sample(13, 300 * MS)
+    f.raw(C.PERF_RECORD_LOST_SAMPLES, struct.pack("<Q", 5) + f.trailer(0, 0))    # perf's count
+    path = f.save(str(tmp_path / "h.data"), features={30: b"\1\0\0\0"} if hybrid else None)
+    samples, rep = stitch(path)[:2]
+    assert rep.conserved()
+    got = {(s.tid, s.time // MS): outcome(s) for s in samples if s.cookie is not None}
+    assert got[10, 100] == ("unmatched", LOST_NO_COOKIE, None)      # not U2
+
+
+def test_a_round_not_in_perfs_layout_pins_nothing_in_its_next_chunk(tmp_path, monkeypatch):
+    """A round too big for one look (MAX_CHUNK records) is examined in chunks, the least buffer
+    rank carried over. A chunk that contradicts perf record's layout (here CPU 1's LOST before
+    CPU 0's) pins nothing but LOSTs, and neither may the rest of its round: carried over, its
+    bound would pin T10's records, and T20's at 100 ms, to CPU 1, whose later LOST would then
+    seem to start after T10's stack."""
+    monkeypatch.setattr(buffers, "MAX_CHUNK", 4)
+    f = _two_buffers()
+    f.sample(30, 5 * MS, cookie=1)               # chunk 1 (a deferred sample: task order on)
+    f.lost(10 * MS, id_=101)                     # CPU 1 ...
+    f.lost(12 * MS, id_=100)                     # ... then CPU 0: not perf record's order
+    f.sample(20, 13 * MS)
+    f.sample(10, 20 * MS, user_mode=True)        # chunk 2: whose buffer, nothing says
+    f.sample(10, 30 * MS, cookie=1)
+    f.deferred(10, 40 * MS, 1, U2)
+    f.sample(20, 100 * MS)
+    f.round()
+    f.lost(200 * MS, id_=101)                    # CPU 1 lost records since its LOST at 10 ms
+    f.sample(21, 200 * MS)
+    samples, rep = run(f, tmp_path)
+    assert [outcome(s) for s in samples if s.tid == 10 and s.cookie is not None] == [
+        ("unmatched", LOST_NO_COOKIE, None)]
+
+
 @pytest.mark.parametrize("per_buffer", [False, True])
 def test_a_loss_no_record_followed_shows_in_perfs_final_count(tmp_path, per_buffer):
     """T10's stack is dropped on CPU 0, which never takes a record again: no LOST is ever
@@ -329,6 +421,122 @@ def test_a_loss_no_record_followed_shows_in_perfs_final_count(tmp_path, per_buff
     assert got[10, 85] == got[10, 100] == got[10, 140] == ("unmatched", LOST_NO_COOKIE, None)
     assert got[11, 90] == got[11, 92] == (
         (STITCHED, None, tuple(U3)) if per_buffer else ("unmatched", LOST_NO_COOKIE, None))
+
+
+def test_a_stack_without_a_time_proves_nothing(tmp_path):
+    """A stack whose event's sample_id has no TIME (its attr lacks PERF_SAMPLE_TIME, the
+    samples' has it) may have been written any time after its sample: a loss after it, which
+    a stack of known time escapes, holds it back; one line of report, no traceback, both paths."""
+    ident = BASIC | C.PERF_SAMPLE_IDENTIFIER
+    got = {}
+    for timed in (True, False):
+        f = Synth(attrs=[make_attr(sample_type=ident),
+                         make_attr(sample_type=ident if timed else ident & ~C.PERF_SAMPLE_TIME,
+                                   config=9)], no_cookie=True)
+        f.sample(10, 3 * MS, user_mode=True)          # T10 in user space (not deferred)
+        f.sample(10, 5 * MS, cookie=1)
+        for t in (8, 9, 10):                    # rounds: the sample leaves the sorter first
+            f.round()
+            f.sample(20, t * MS)
+        f.round()
+        f.deferred(10, 6 * MS, 1, U1, attr_index=1)
+        f.round()
+        f.lost(20 * MS, id_=100)                # the one buffer lost records after 10 ms
+        f.sample(20, 20 * MS)
+        path = f.save(str(tmp_path / ("t%d.data" % timed)))
+        samples, rep = stitch(path)[:2]
+        assert rep.conserved() and rep.deferred_records == 1
+        got[timed] = [outcome(s) for s in samples if s.tid == 10 and s.cookie is not None]
+        out = {}
+        for accel in ("1", "0"):
+            r = subprocess.run([sys.executable, "-m", "deferstitch", "report", "--json", path],
+                               cwd=ROOT, capture_output=True, text=True,
+                               env=dict(os.environ, DEFERSTITCH_ACCEL=accel))
+            assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+            out[accel] = r.stdout
+        assert out["1"] == out["0"]
+        assert json.loads(out["0"])["perf"]["no_cookie_held_back"] == (
+            {} if timed else {"stack-may-be-lost": 1})
+    assert got == {True: [(STITCHED, None, tuple(U1))], False: [("unmatched", LOST_NO_COOKIE, None)]}
+
+
+def _syswide():
+    """A system-wide file (-a): one event per CPU (ids 100, 101), each record's CPU in it."""
+    f = Synth(attrs=[make_attr(sample_type=BASIC | C.PERF_SAMPLE_CPU)], no_cookie=True)
+    ent = f.evlist.entries[0]
+    ent.ids = [100, 101]
+    f.evlist.by_id[101] = ent
+    return f
+
+
+def _as_stdin(path):
+    """(samples, report) of ``path`` read as standard input is: no read ahead."""
+    with open(path, "rb") as fh:
+        perf = PerfData(fh, "<stdin>")
+        out = Collect()
+        rep = PerfFeed(perf, out).run()
+    return out.samples, rep
+
+
+@pytest.mark.parametrize("case", ["late-lost", "lost-at-end", "count-only", "task-unknown-id",
+                                  "task-lost-at-end"])
+def test_files_we_do_not_have_never_get_another_entrys_stack(tmp_path, case):
+    """Losses the captures do not show, each with the cookie answer beside it (``truth``: the
+    frames of each sample's own entry, None where its stack was lost). T10's stack is dropped
+    by CPU 0's full buffer after its sample at 100 ms; T10 then enters the kernel again on CPU 1
+    and writes that entry's stack (U2); CPU 0 says so late: its LOST comes rounds later
+    (late-lost), or as the file's very last record (lost-at-end), or never, only perf's final
+    count says CPU 0 lost more (count-only); -a files (records carry their CPU). task-*: per
+    task (ids per CPU, records without CPU or id, rounds of one run of times: only a LOST pins
+    a record to its buffer), the LOST as the file's very last record, or late with an id no
+    attr has. From a file and from standard input (no read ahead): never a stitch to another
+    entry's stack; T11's, after CPU 0's loss was revealed and CPU 0 went on, is proven."""
+    task = case.startswith("task")
+    f = _two_buffers() if task else _syswide()
+    cpu = {} if task else {"cpu": 1}
+    c0 = {} if task else {"cpu": 0}
+    truth = {}
+
+    def sample(tid, ms, frames, **kw):
+        f.sample(tid, ms * MS, cookie=1, **kw)
+        truth[tid, ms] = frames
+
+    f.sample(10, 90 * MS, user_mode=True, **c0)          # T10 in user space, on CPU 0
+    sample(10, 100, None, **c0)                          # its stack: dropped on CPU 0
+    f.sample(11, 95 * MS, user_mode=True, **cpu)         # CPU 1 (back in time: its piece)
+    f.round()
+    sample(10, 140, tuple(U2), **cpu)                    # the next entry, on CPU 1
+    f.deferred(10, 170 * MS, 1, U2, **cpu)
+    f.round()
+    for t in (200, 250):                                 # CPU 0 silent
+        f.sample(11, t * MS, **cpu)
+        f.round()
+    if case == "late-lost":
+        f.lost(300 * MS, id_=100, **c0)
+    elif case == "task-unknown-id":
+        f.lost(300 * MS, id_=999)
+    f.sample(11, 350 * MS, user_mode=True, **cpu)
+    sample(11, 400, tuple(U3), **cpu)
+    f.deferred(11, 410 * MS, 1, U3, **cpu)
+    f.round()
+    if case in ("late-lost", "task-unknown-id"):
+        f.sample(12, 500 * MS, **c0)                     # CPU 0 again, past everything
+    if case == "count-only":
+        f.raw(C.PERF_RECORD_LOST_SAMPLES, struct.pack("<Q", 5) + f.trailer(0, 0))
+    elif case.endswith("lost-at-end"):
+        f.lost(600 * MS, id_=100, **c0)                  # nothing of CPU 0 after it
+    path = f.save(str(tmp_path / "x.data"))
+    for how, (samples, rep) in (("file", stitch(path)[:2]), ("stdin", _as_stdin(path))):
+        assert rep.conserved() and rep.deferred_layout == "no-cookie"
+        got = {(s.tid, s.time // MS): s for s in samples if s.cookie is not None}
+        assert set(got) == set(truth)
+        for key, s in got.items():
+            if s.outcome == STITCHED:
+                assert tuple(s.user) == truth[key], (how, key)
+        assert got[10, 100].reason == LOST_NO_COOKIE, how      # not U2: never a guess
+        if case in ("late-lost", "task-unknown-id"):
+            assert got[11, 400].outcome == STITCHED, how
+        assert sum(rep.extra["no_cookie_held_back"].values()) == rep.unmatched[LOST_NO_COOKIE]
 
 
 def test_task_exit_and_a_new_task_on_the_same_tid(tmp_path):

@@ -55,6 +55,7 @@ MAX_CHUNK = 50_000          # records of one round examined at once (memory), ra
 _IRQ_SOFTWARE = (0, 1)      # PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_TASK_CLOCK: hrtimer interrupts
 _IRQ_TYPES = (0, 3, 4)      # PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW: PMU interrupts
 _LOST_SAMPLES_BPF = 1 << 15 # PERF_RECORD_MISC_LOST_SAMPLES_BPF: dropped by a BPF filter, not lost
+HEADER_HYBRID_TOPOLOGY = 30 # feature: the CPUs of each core PMU (a hybrid machine)
 
 STACK_MAY_BE_LOST = "stack-may-be-lost"           # a loss between the sample and its stack
 EARLIER_STACK_MAY_BE_LOST = "earlier-stack-may-be-lost"   # ... between its task's last sight in
@@ -77,6 +78,18 @@ def _parsed(parse, rec, *args):
 def _lost_count(rec, e):
     lost = _parsed(R.parse_lost, rec, e)
     return lost.lost if lost else 0
+
+
+def _same_cpu_maps(perf, ents):
+    """Whether the n-th id of every attr is of one buffer: each attr has an id per CPU of its
+    CPU map (per thread too), in order, so only when all attrs have one map. They do not when
+    their numbers of ids differ, nor on a hybrid machine (HYBRID_TOPOLOGY) where an event of a
+    core PMU is opened on that PMU's CPUs only (software events and tracepoints on all)."""
+    with_ids = [e for e in ents if e.ids]
+    if len({len(e.ids) for e in with_ids}) > 1:
+        return False
+    return HEADER_HYBRID_TOPOLOGY not in perf.features or all(
+        e.attr.type in (C.PERF_TYPE_SOFTWARE, C.PERF_TYPE_TRACEPOINT) for e in with_ids)
 
 
 class LossWatch:
@@ -107,8 +120,8 @@ class LossWatch:
             cpus = {x.id: x.cpu for x in ev.index_entries}
             if len(set(cpus.values())) > 1:
                 self.buffer_of_id = cpus
-            else:                  # no ID_INDEX, or per-thread mmaps: the order of each attr's ids
-                for e in ents:
+            elif _same_cpu_maps(self.perf, ents):   # no ID_INDEX, or per-thread mmaps: the
+                for e in ents:                        # order of each attr's ids
                     for n, i in enumerate(e.ids):
                         self.buffer_of_id[i] = n
             order = sorted(set(self.buffer_of_id.values()))
@@ -206,6 +219,11 @@ class LossWatch:
             self._by_cpu(chunk)
         elif self.nbuf:
             self._by_piece(chunk, carry)
+        else:                      # no sample ids at all: no buffer is known, each LOST's neither
+            for rec in chunk:
+                t = self.perf.evlist.time_of(rec)
+                if rec.type == C.PERF_RECORD_LOST and t is not None:
+                    self._loss(None, t, _lost_count(rec, self.perf.endian))
 
     def _by_cpu(self, chunk):
         ev = self.perf.evlist
@@ -231,7 +249,8 @@ class LossWatch:
         top = self.nbuf - 1
         times, pins, lo = [], [], []
         pairs = []                 # (k, i): record k is in an earlier buffer than record i
-        cur = carry[0]
+        broken = carry[0] is None  # an earlier chunk of this round was not the layout
+        cur = 0 if broken else carry[0]
         maxt = None
         for i, rec in enumerate(chunk):
             t = ev.time_of(rec)
@@ -268,9 +287,10 @@ class LossWatch:
             for i in by_k.get(j, ()):
                 limit = min(limit, hi[i] - 1)
                 hi[j] = limit
-        if any(l > h for l, h in zip(lo, hi)):
-            lo = [0] * len(chunk)          # not the layout described above: pin nothing but LOSTs
+        if broken or any(l > h for l, h in zip(lo, hi)):
+            lo = [0] * len(chunk)          # not the layout described above: pin nothing but LOSTs,
             hi = [top] * len(chunk)
+            carry[0] = None                # nor in the rest of the round (its bound means nothing)
         rank_to_buffer = {n: b for b, n in self.rank.items()}
         for rec, t, pin, l, h in zip(chunk, times, pins, lo, hi):
             if t is None:
@@ -319,8 +339,8 @@ class LossWatch:
             return float("inf")
         if self.buffers is None:           # by CPU: the buffers seen so far (see docstring)
             return min(self.horizon.values()) if self.horizon else None
-        if len(self.horizon) < len(self.buffers):
-            return None
+        if not self.horizon or len(self.horizon) < len(self.buffers):
+            return None            # (no buffer known at all: not before the end)
         return min(self.horizon.values())
 
     def loss_between(self, a, b):
@@ -335,7 +355,10 @@ class LossWatch:
     def verdict(self, since, taken, stack):
         """Whether stitching a sample taken at ``taken`` to the stack written at ``stack`` is
         proven, its task last seen in user space at ``since``: True, a reason (why not), or None
-        (not yet known: ask again when ``advanced`` changed)."""
+        (not yet known: ask again when ``advanced`` changed). A stack without a time (its
+        event's sample_id has no TIME) may have been written any time after the sample."""
+        if stack is None:
+            stack = float("inf")
         hit = self.loss_between(since, stack)
         if hit is not None:
             return STACK_MAY_BE_LOST if self.loss_between(taken, stack) else EARLIER_STACK_MAY_BE_LOST
