@@ -194,3 +194,10 @@ def test_bench_replicate_says_what_it_wrote(tmp_path):
     assert p.stdout == "%s: %d records written (%s x2)\n" % (out, n, path)
     info = json.loads(run_cli("info", out, "--json").stdout)
     assert sum(info["records"].values()) == n
+
+
+@pytest.mark.parametrize("argv", [[], ["replicate"], ["threads", "4"], ["nothing", "a", "b", "c"]])
+def test_bench_build_without_its_arguments_prints_its_usage(argv):
+    p = subprocess.run([sys.executable, "bench/build.py", *argv], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "python3 bench/build.py replicate CAPTURE N OUT.data" in p.stderr, p.stderr
