@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -41,6 +42,19 @@ def test_ctrl_c_while_importing_is_exit_130_without_traceback(nth):
     assert seen == nth, "only %d imports of ours seen" % seen
     assert "Traceback" not in rest and "KeyboardInterrupt" not in rest, rest
     assert rc == 130, (rc, rest[-2000:])
+
+
+def test_the_editable_install_runs_nothing_at_python_start_up():
+    """make's .venv holds deferstitch by `pip install -e .`: its .pth must be a path, not an
+    import hook, whose imports run in Python's start-up (site), before deferstitch can catch a
+    Ctrl-C (a 'Fatal Python error: init_import_site' traceback)."""
+    import site
+    pths = [p for d in site.getsitepackages() for p in Path(d).glob("__editable__.deferstitch-*.pth")]
+    if not pths:
+        pytest.skip("deferstitch is not an editable install here (make test's .venv is)")
+    for pth in pths:
+        lines = [l for l in pth.read_text().splitlines() if l.strip()]
+        assert lines == [str(ROOT)], lines
 
 
 # -- kernel symbols of another kernel ------------------------------------------------------------
