@@ -2,7 +2,12 @@
 900 characters, every link to docs/ resolving), docs without the project's own history, and test
 data carried in tests/data (under 40 MB, each folder's README readable where it is, no test
 reading ../shared)."""
+import os
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import datafiles
@@ -90,3 +95,25 @@ def test_no_test_reads_the_rig_beside_the_repository():
         for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
             if path.name != "test_repository.py":
                 assert not SHARED.search(line), "%s:%d: %s" % (path.relative_to(ROOT), n, line)
+
+
+def test_need_venv_says_which_package_to_install():
+    """Debian's python3 without python3-venv cannot import ensurepip: make stops with the package
+    to install (the message a non-root user gets; root installs python3-venv instead)."""
+    where = Path(tempfile.mkdtemp(prefix="need-venv-"))        # readable by another user
+    try:
+        where.chmod(0o755)
+        fake = where / "python3"
+        fake.write_text('#!/bin/sh\ncase "$*" in *ensurepip*) exit 1;; esac\nexec %s "$@"\n' % sys.executable)
+        fake.chmod(0o755)
+        as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+        tool = str(ROOT / "tools" / "need-venv")
+        p = subprocess.run(as_user + [tool, str(fake)], capture_output=True, text=True, cwd=where)
+        assert p.returncode == 1 and p.stdout == "", p.stderr
+        assert p.stderr == ("make: %s cannot create a virtual environment: install python3-venv "
+                            "(apt-get install python3-venv) and run make again\n" % fake)
+        good = "/usr/bin/python3" if as_user else sys.executable     # root's own may be out of reach
+        p = subprocess.run(as_user + [tool, good], capture_output=True, text=True, cwd=where)
+        assert p.returncode == 0 and p.stderr == "", p.stderr
+    finally:
+        shutil.rmtree(where)
