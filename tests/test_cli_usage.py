@@ -169,6 +169,17 @@ def test_a_missing_or_wrong_input_is_said_the_same_way_by_both_sides(tmp_path):
             p = run_cli(*args)
             assert p.returncode == 2 and p.stderr.decode() == "deferstitch: %s: %s\n" % (path, err), \
                 (args, p.stderr)
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    perf_data = capture("compressed")[0]
+    for args, err in ((["report", empty], "empty file, not a perf.data"),
+                      (["trace", "report", empty], "empty file, not a trace.dat"),
+                      (["folded", TRACE], "not a perf.data file (magic %r)" % TRACE.read_bytes()[:8]),
+                      (["trace", "folded", perf_data],
+                       "not a trace.dat file (magic %r)" % perf_data.read_bytes()[:10])):
+        p = run_cli(*args)
+        assert p.returncode == 2 and p.stderr.decode() == "deferstitch: %s: offset 0x0: %s\n" % (args[-1], err), \
+            (args, p.stderr)
 
 
 # -- no markup onto a terminal -------------------------------------------------------------------

@@ -212,6 +212,10 @@ def quiet():
     api.tep_set_loglevel(0)
 
 
+# the first bytes of every trace.dat (trace-cmd lib/trace-cmd/trace-output.c)
+MAGIC = b"\x17\x08\x44tracing"
+
+
 def _probe_open(path):
     """Open the file once in a child process first: libtracecmd 3.1.6 dereferences NULL inside
     tracecmd_open on some truncated files (seen 2026-12-02: "File possibly truncated. Need at
@@ -259,6 +263,12 @@ class Handle:
                 raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
         except OSError as err:
             raise FormatError(path, None, err.strerror or str(err)) from None
+        if parent is None:                  # said as the perf side says it of a perf.data
+            head = os.pread(self._fd, len(MAGIC), 0)
+            if head != MAGIC:
+                os.close(self._fd)
+                raise FormatError(path, 0, "not a trace.dat file (magic %r)" % head if head
+                                  else "empty file, not a trace.dat")
         if probe and parent is None:
             try:
                 _probe_open(path)
