@@ -109,6 +109,17 @@ def test_no_command_hints_at_help():
     assert err.endswith("Try 'deferstitch --help' for more information.\n"), err
 
 
+@pytest.mark.parametrize("argv, prog, says", [
+    (["nosuch", "x.dat"], "trace", "'nosuch' is not one of report, script, folded, flamegraph"),
+    (["report", "a.dat", "b.dat"], "trace report", "one command and one trace.dat, not 3 arguments")])
+def test_trace_wrong_words_give_the_usage_and_the_hint(argv, prog, says):
+    p = run_cli("trace", *argv)
+    err = p.stderr.decode()
+    assert p.returncode == 2 and err.startswith("usage: deferstitch %s " % prog), err
+    assert "deferstitch %s: error: %s\n" % (prog, says) in err, err
+    assert err.endswith("Try 'deferstitch %s --help' for more information.\n" % prog), err
+
+
 def test_trace_option_of_another_command_is_refused_with_that_commands_usage():
     p = run_cli("trace", "script", TRACE, "--json")
     err = p.stderr.decode()
