@@ -142,6 +142,8 @@ def test_trace_help_is_each_commands_own():
 
 def test_trace_quiet_is_an_option_and_changes_no_output(tmp_path):
     import tracecmd_synth as S
+    from tracecmd_text import need_libtracecmd
+    need_libtracecmd()
     path = S.deferred(tmp_path / "t.dat")
     for cmd in ("report", "folded"):
         loud, quiet = run_cli("trace", cmd, path), run_cli("trace", cmd, "-q", path)

@@ -108,7 +108,7 @@ def test_need_venv_says_which_package_to_install():
         fake.write_text('#!/bin/sh\ncase "$*" in *ensurepip*) exit 1;; esac\nexec %s "$@"\n' % sys.executable)
         fake.chmod(0o755)
         as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
-        tool = str(ROOT / "tools" / "need-venv")
+        tool = str(shutil.copy(ROOT / "tools" / "need-venv", where))     # a clone in /root is root's
         p = subprocess.run(as_user + [tool, str(fake)], capture_output=True, text=True, cwd=where)
         assert p.returncode == 1 and p.stdout == "", p.stderr
         assert p.stderr == ("make: %s cannot create a virtual environment: install python3-venv "
