@@ -16,9 +16,10 @@ $(VENV)/.made:
 	$(VPY) -m pip install -q --upgrade pip
 	touch $@
 
-$(VENV)/.installed: $(VENV)/.made setup.py deferstitch/_accel.c
+$(VENV)/.installed: $(VENV)/.made setup.py deferstitch/_accel.c deferstitch/_tracedat.c
 	$(VPY) -m pip install -q -e .
-	$(VPY) setup.py -q build_ext --inplace 2>/dev/null || echo "make: the C engine was not built (gcc and python3-dev?): the Python path runs"
+	$(VPY) setup.py -q build_ext --inplace 2>/dev/null; $(VPY) -c "import deferstitch._accel" 2>/dev/null || \
+	  echo "make: the C engine was not built (gcc and python3-dev?): the Python path runs"
 	touch $@
 
 $(VENV)/.tested: $(VENV)/.installed

@@ -15,6 +15,10 @@ setup(
     description="Whole stacks from Linux deferred user callchains (perf, trace-cmd), "
                 "with a report of what could not be stitched",
     packages=find_packages(include=["deferstitch", "deferstitch.*"]),
+    # the packages where they are: `pip install -e .` (make's .venv) then puts this directory on
+    # sys.path by a plain path line instead of an import hook that Python's start-up runs before
+    # deferstitch does (20 ms of pathlib, re, enum..., where Ctrl-C was a traceback from site)
+    package_dir={"": "."},
     package_data={"deferstitch.output": ["*.js"]},
     ext_modules=[ACCEL, TRACEDAT],
     python_requires=">=3.9",

@@ -171,7 +171,7 @@ def threads(nthreads, rounds, out):
 
 
 if __name__ == "__main__":
-    what = sys.argv[1]
+    what = sys.argv[1] if len(sys.argv) == 5 else None
     if what in ("replicate", "replicate-pipe"):
         src, k, out = sys.argv[2], int(sys.argv[3]), sys.argv[4]
         n = replicate(src, k, out, pipe=what == "replicate-pipe")

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -41,6 +42,19 @@ def test_ctrl_c_while_importing_is_exit_130_without_traceback(nth):
     assert seen == nth, "only %d imports of ours seen" % seen
     assert "Traceback" not in rest and "KeyboardInterrupt" not in rest, rest
     assert rc == 130, (rc, rest[-2000:])
+
+
+def test_the_editable_install_runs_nothing_at_python_start_up():
+    """make's .venv holds deferstitch by `pip install -e .`: its .pth must be a path, not an
+    import hook, whose imports run in Python's start-up (site), before deferstitch can catch a
+    Ctrl-C (a 'Fatal Python error: init_import_site' traceback)."""
+    import site
+    pths = [p for d in site.getsitepackages() for p in Path(d).glob("__editable__.deferstitch-*.pth")]
+    if not pths:
+        pytest.skip("deferstitch is not an editable install here (make test's .venv is)")
+    for pth in pths:
+        lines = [l for l in pth.read_text().splitlines() if l.strip()]
+        assert lines == [str(ROOT)], lines
 
 
 # -- kernel symbols of another kernel ------------------------------------------------------------
@@ -95,6 +109,17 @@ def test_no_command_hints_at_help():
     assert err.endswith("Try 'deferstitch --help' for more information.\n"), err
 
 
+@pytest.mark.parametrize("argv, prog, says", [
+    (["nosuch", "x.dat"], "trace", "'nosuch' is not one of report, script, folded, flamegraph"),
+    (["report", "a.dat", "b.dat"], "trace report", "one command and one trace.dat, not 3 arguments")])
+def test_trace_wrong_words_give_the_usage_and_the_hint(argv, prog, says):
+    p = run_cli("trace", *argv)
+    err = p.stderr.decode()
+    assert p.returncode == 2 and err.startswith("usage: deferstitch %s " % prog), err
+    assert "deferstitch %s: error: %s\n" % (prog, says) in err, err
+    assert err.endswith("Try 'deferstitch %s --help' for more information.\n" % prog), err
+
+
 def test_trace_option_of_another_command_is_refused_with_that_commands_usage():
     p = run_cli("trace", "script", TRACE, "--json")
     err = p.stderr.decode()
@@ -117,6 +142,8 @@ def test_trace_help_is_each_commands_own():
 
 def test_trace_quiet_is_an_option_and_changes_no_output(tmp_path):
     import tracecmd_synth as S
+    from tracecmd_text import need_libtracecmd
+    need_libtracecmd()
     path = S.deferred(tmp_path / "t.dat")
     for cmd in ("report", "folded"):
         loud, quiet = run_cli("trace", cmd, path), run_cli("trace", cmd, "-q", path)
@@ -155,6 +182,17 @@ def test_a_missing_or_wrong_input_is_said_the_same_way_by_both_sides(tmp_path):
             p = run_cli(*args)
             assert p.returncode == 2 and p.stderr.decode() == "deferstitch: %s: %s\n" % (path, err), \
                 (args, p.stderr)
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    perf_data = capture("compressed")[0]
+    for args, err in ((["report", empty], "empty file, not a perf.data"),
+                      (["trace", "report", empty], "empty file, not a trace.dat"),
+                      (["folded", TRACE], "not a perf.data file (magic %r)" % TRACE.read_bytes()[:8]),
+                      (["trace", "folded", perf_data],
+                       "not a trace.dat file (magic %r)" % perf_data.read_bytes()[:10])):
+        p = run_cli(*args)
+        assert p.returncode == 2 and p.stderr.decode() == "deferstitch: %s: offset 0x0: %s\n" % (args[-1], err), \
+            (args, p.stderr)
 
 
 # -- no markup onto a terminal -------------------------------------------------------------------
@@ -194,3 +232,10 @@ def test_bench_replicate_says_what_it_wrote(tmp_path):
     assert p.stdout == "%s: %d records written (%s x2)\n" % (out, n, path)
     info = json.loads(run_cli("info", out, "--json").stdout)
     assert sum(info["records"].values()) == n
+
+
+@pytest.mark.parametrize("argv", [[], ["replicate"], ["threads", "4"], ["nothing", "a", "b", "c"]])
+def test_bench_build_without_its_arguments_prints_its_usage(argv):
+    p = subprocess.run([sys.executable, "bench/build.py", *argv], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "python3 bench/build.py replicate CAPTURE N OUT.data" in p.stderr, p.stderr

@@ -212,6 +212,10 @@ def quiet():
     api.tep_set_loglevel(0)
 
 
+# the first bytes of every trace.dat (trace-cmd lib/trace-cmd/trace-output.c)
+MAGIC = b"\x17\x08\x44tracing"
+
+
 def _probe_open(path):
     """Open the file once in a child process first: libtracecmd 3.1.6 dereferences NULL inside
     tracecmd_open on some truncated files (seen 2026-12-02: "File possibly truncated. Need at
@@ -242,6 +246,25 @@ def _probe_open(path):
                           "damaged trace.dat (%d bytes)" % (os.WTERMSIG(status), size))
 
 
+def open_checked(path, magic=True):
+    """A descriptor of the trace.dat at path, before libtracecmd is asked anything (or even
+    loaded): a file we cannot open says why in the system's words, an empty file or another
+    format says so, all as the perf side says it of a perf.data."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        if os.path.isdir(path):
+            os.close(fd)
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+    except OSError as err:
+        raise FormatError(path, None, err.strerror or str(err)) from None
+    head = os.pread(fd, len(MAGIC), 0) if magic else MAGIC
+    if head != MAGIC:
+        os.close(fd)
+        raise FormatError(path, 0, "not a trace.dat file (magic %r)" % head if head
+                          else "empty file, not a trace.dat")
+    return fd
+
+
 class Handle:
     """An open trace.dat (struct tracecmd_input), plugins not loaded: we only decode. With
     ``parent`` and ``index``: that file's buffer instance ``index`` (``trace-cmd record -B``),
@@ -250,15 +273,8 @@ class Handle:
 
     def __init__(self, path, probe=True, parent=None, index=None):
         self.path = path
-        # our own descriptor on the same file: its size, watched while libtracecmd maps it; a
-        # file we cannot open says why in the system's words, as on the perf side
-        try:
-            self._fd = os.open(path, os.O_RDONLY)
-            if os.path.isdir(path):
-                os.close(self._fd)
-                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-        except OSError as err:
-            raise FormatError(path, None, err.strerror or str(err)) from None
+        # our own descriptor on the same file: its size, watched while libtracecmd maps it
+        self._fd = open_checked(path, magic=parent is None)
         if probe and parent is None:
             try:
                 _probe_open(path)

@@ -19,6 +19,7 @@ Decoding follows libtraceevent's rules (event-parse.c, tep_print_field / dynamic
 """
 import functools
 import heapq
+import os
 import struct
 
 from . import _ffi
@@ -239,9 +240,10 @@ class Trace:
     """An open trace.dat: ``iter(trace)`` yields every Event in time order across CPUs."""
 
     def __init__(self, path, quiet=True, probe=True):
+        self.path = str(path)
+        os.close(_ffi.open_checked(self.path))      # the file's faults before the library's
         if quiet:
             _ffi.quiet()
-        self.path = str(path)
         self._h = _ffi.Handle(self.path, probe)
         self.cpus, self.long_size = self._h.cpus, self._h.long_size
         self.endian = ">" if self._h.big_endian else "<"

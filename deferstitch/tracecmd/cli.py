@@ -77,7 +77,10 @@ def _formats_warning(trace, rep, quiet=False):
 
 
 def cmd_trace(args):
-    cmd, path = _split(args.what)
+    try:
+        cmd, path = _split(args.what)
+    except DeferstitchError as err:         # a usage error: the usage and the hint to --help
+        args.trace_parser.error(str(err))
     check_options(args, cmd, args.trace_parser)
     if cmd == "report":
         title = "%s: deferred user stack stitching (ftrace)" % path
@@ -166,7 +169,7 @@ def _split(what):
     if not what:
         return "report", "trace.dat"
     if len(what) > 2:
-        raise DeferstitchError("usage: deferstitch trace {%s} FILE.dat" % ",".join(COMMANDS))
+        raise DeferstitchError("one command and one trace.dat, not %d arguments" % len(what))
     if len(what) == 1:
         return (what[0], "trace.dat") if what[0] in COMMANDS else ("report", what[0])
     a, b = what
@@ -174,7 +177,7 @@ def _split(what):
         return a, b
     if b in COMMANDS:
         return b, a
-    raise DeferstitchError("trace: %r is not one of %s" % (a, ", ".join(COMMANDS)))
+    raise DeferstitchError("%r is not one of %s" % (a, ", ".join(COMMANDS)))
 
 
 # The trace options: (flags, argparse keywords, the commands they are for). The trace parser
