@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 import tracecmd_synth as S
-from conftest import CAPTURES, DATA, SHARED, run_cli
+from conftest import CAPTURES, DATA, SHARED, need_built, run_cli
 
 REAL = CAPTURES / "ftrace" / "trace-userstacktrace.dat"
 SLOW = {**os.environ, "DEFERSTITCH_ACCEL": "0"}
@@ -19,8 +19,7 @@ SLOW = {**os.environ, "DEFERSTITCH_ACCEL": "0"}
 
 def walker_built():
     from deferstitch.tracecmd import pages
-    if not pages.available():
-        pytest.skip("the page reader is not built: python3 setup.py build_ext --inplace")
+    need_built("the page reader (deferstitch._tracedat)", pages.available())
 
 
 def both(path, command, *options):
