@@ -113,6 +113,19 @@ def test_debug_file_names_what_the_stripped_binary_cannot(tmp_path, layout):
     assert res.frame(7, base + want["hidden_work"] + 3)[0] is None
 
 
+def test_debug_file_found_by_the_binarys_own_build_id(tmp_path):
+    """No build id recorded for the dso (perf record lists only some of the dsos it hit: ld.so
+    often missing): perf reads the binary's own id and finds .build-id/xx/rest.debug by it; so do
+    we (libc6-dbg keeps ld.so's debug file only there)."""
+    full, dbg, stripped = build(tmp_path)
+    root = tmp_path / "symfs"
+    debug_file = place("buildid-debuginfo", root, stripped, dbg, build_id(full))
+    res = Resolver(load_maps(root / "opt/app/prog"), symfs=str(root), buildid_dir=str(tmp_path / "empty"))
+    assert res.frame(7, 0x7f0000000000 + nm_functions(full)["hidden_work"] + 3) == \
+        ("hidden_work", 3, "/opt/app/prog")
+    assert res.locator.locate("/opt/app/prog", None).symtab == str(debug_file)
+
+
 @pytest.mark.parametrize("recorded", [True, False])
 def test_debug_file_of_another_build_is_refused(tmp_path, recorded):
     """Against the recorded build id, or, with none recorded, the binary's own."""
