@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,21 @@ def need_perf61():
         pytest.skip("perf 6.1 not installed: apt-get install linux-perf")
     out = subprocess.run([perf, "version"], capture_output=True, text=True).stdout
     return perf, out.strip()
+
+
+def need_built(what, built):
+    """A C module of ours (the engine, the page reader): skipped only where it cannot be built
+    (no compiler, no Python headers); where it can, its absence fails, so that the tests that use
+    it cannot all vanish as skips."""
+    if built:
+        return
+    if shutil.which("gcc") is None and shutil.which("cc") is None:
+        pytest.skip("%s is not built and there is no C compiler: apt-get install gcc" % what)
+    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").exists():
+        pytest.skip("%s is not built and Python's headers are missing: apt-get install "
+                    "libpython3-dev" % what)
+    pytest.fail("%s is not built, though a compiler and Python's headers are here: "
+                "python3 setup.py build_ext --inplace, and read its log" % what)
 
 
 def need_rig(name, what):

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import datafiles
-from conftest import CAPTURES, SCENARIOS, SHARED, capture, run_cli
+from conftest import CAPTURES, SCENARIOS, SHARED, capture, need_built, run_cli
 from synth import BASIC, K, Synth, make_attr, oversized
 from deferstitch import cli
 from deferstitch.abi import consts as C
@@ -43,20 +43,17 @@ SYMFS = CAPTURES / "bin"
 
 
 @pytest.fixture(autouse=True)
-def _engine_built(request):
-    if not engine.available() and request.function is not test_engine_is_built_where_it_can_be:
-        pytest.skip("the C engine is not built: a C compiler and the Python headers, then "
-                    "pip install -e . (apt-get install gcc libpython3-dev)")
+def _engine_built():
+    """Every test here needs the engine: skipped only where it cannot be built, failed where it
+    could be but is not (conftest.need_built)."""
+    need_built("the C engine (deferstitch._accel)", engine.available())
 
 
 def test_engine_is_built_where_it_can_be():
     """Where a C compiler and Python's headers are, the engine must be there: a build that
     silently dropped it would turn every comparison below into a skip."""
-    if shutil.which("gcc") is None and shutil.which("cc") is None:
-        pytest.skip("no C compiler: apt-get install gcc")
-    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").exists():
-        pytest.skip("no Python headers: apt-get install libpython3-dev")
-    assert engine.available(), "deferstitch._accel did not build: run pip install -e . and read its log"
+    need_built("the C engine (deferstitch._accel)", engine.available())
+    assert engine.available()
 
 
 def run(mode, argv):

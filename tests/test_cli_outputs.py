@@ -30,12 +30,15 @@ def test_script_layout_equals_perf_script(scenario, tmp_path):
 
 
 def test_folded_counts_every_sample():
-    path, _ = capture("b_per_task")
+    """The folded counts add up to the samples perf script printed (perf's count, not only our
+    report's)."""
+    path, folder = capture("b_per_task")
     r = run_cli("folded", path, "-q")
     assert r.returncode == 0
     lines = r.stdout.decode().splitlines()
     rep = json.loads(run_cli("report", path, "--json").stdout)
-    assert sum(int(l.rsplit(" ", 1)[1]) for l in lines) == rep["samples"]
+    perf_samples = len(parse_script(lzma.open(folder / "script.txt.xz").read().decode("utf-8", "replace")))
+    assert sum(int(l.rsplit(" ", 1)[1]) for l in lines) == rep["samples"] == perf_samples
     assert lines == sorted(lines)
     assert all(l.startswith("workload_b;") for l in lines)
     # root first: the user outermost frame is libc's start, the kernel frames at the leaf end

@@ -10,10 +10,9 @@ import subprocess
 
 import pytest
 
-from binutils import build_id
+from binutils import build_id, dynsym_names, loads
 from conftest import DATA, need_perf61, run_cli
 from perf_text import parse_script
-from deferstitch.symbols.elf import ElfFile
 from deferstitch.symbols.maps import Maps
 from deferstitch.symbols.resolver import Resolver
 
@@ -61,9 +60,10 @@ def nm_functions(path):
 
 
 def load_maps(target, pid=7, base=0x7f0000000000):
-    """MMAP2s as the loader maps target's PT_LOAD segments at base (a PIE)."""
+    """MMAP2s as the loader maps target's PT_LOAD segments at base (a PIE): the segments as
+    readelf prints them, not as our ELF reader (the code under test) reads them."""
     maps = Maps()
-    for off, vaddr, filesz in ElfFile(str(target)).loads:
+    for off, vaddr, filesz in loads(target):
         length = ((vaddr & 0xfff) + filesz + 0xfff) & ~0xfff
         maps.add(pid, base + (vaddr & ~0xfff), length, off & ~0xfff, "/opt/app/prog")
     return maps
@@ -111,6 +111,19 @@ def test_debug_file_names_what_the_stripped_binary_cannot(tmp_path, layout):
     res = Resolver(load_maps(stripped), symfs=str(root), buildid_dir=str(tmp_path / "empty"))
     res.build_ids["/opt/app/prog"] = bid
     assert res.frame(7, base + want["hidden_work"] + 3)[0] is None
+
+
+def test_debug_file_found_by_the_binarys_own_build_id(tmp_path):
+    """No build id recorded for the dso (perf record lists only some of the dsos it hit: ld.so
+    often missing): perf reads the binary's own id and finds .build-id/xx/rest.debug by it; so do
+    we (libc6-dbg keeps ld.so's debug file only there)."""
+    full, dbg, stripped = build(tmp_path)
+    root = tmp_path / "symfs"
+    debug_file = place("buildid-debuginfo", root, stripped, dbg, build_id(full))
+    res = Resolver(load_maps(root / "opt/app/prog"), symfs=str(root), buildid_dir=str(tmp_path / "empty"))
+    assert res.frame(7, 0x7f0000000000 + nm_functions(full)["hidden_work"] + 3) == \
+        ("hidden_work", 3, "/opt/app/prog")
+    assert res.locator.locate("/opt/app/prog", None).symtab == str(debug_file)
 
 
 @pytest.mark.parametrize("recorded", [True, False])
@@ -248,22 +261,13 @@ def test_libc_debug_symbols_equal_perf61(tmp_path):
     recorded_libc = {f[2] for _h, frames in theirs.values() for f in frames if "libc.so" in f[2]}
     assert recorded_libc, "no libc frames recorded"
     compared, names = compare(ours, theirs, recorded_libc.pop())
-    debug_only = names - _dynsym_names(libc)
+    debug_only = names - dynsym_names(libc)
     assert compared > 100 and debug_only, (names, debug_only)
     info = run_cli("info", data, "--json", "--buildid-dir", tmp_path / "home" / ".debug")
     rows = {d["dso"]: d for d in json.loads(info.stdout)["dsos"]}
     row = next(d for p, d in rows.items() if "libc.so" in p)
     assert (row["symbols"], row["via"]) == (dbg, "buildid-debuginfo")
     assert os.path.realpath(row["binary"]) == libc
-
-
-def _dynsym_names(path):
-    elf = ElfFile(path)
-    try:
-        sec = elf.by_name[".dynsym"]
-        return {s[0].split("@")[0] for s in elf.symbols(sec) if s[0]}
-    finally:
-        elf.m.close()
 
 
 # -- the kernel ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import ROOT, capture, run_cli
+from conftest import ROOT, capture, need_built, run_cli
 from google_pprof import read_profile
 
 try:
@@ -201,8 +201,7 @@ def test_address_stacks_are_fed_alike_by_the_engine_and_the_python_path(monkeypa
     from deferstitch import fleet
     from deferstitch.perfdata import engine
     from deferstitch.stitcher import DEFAULT_MAX_PENDING
-    if not engine.available():
-        pytest.skip("the C engine is not built: apt-get install gcc libpython3-dev; pip install -e .")
+    need_built("the C engine (deferstitch._accel)", engine.available())
     path, _ = capture("b_per_task")
     opts = {"symbols": False, "kallsyms": None, "symfs": False, "weight": "samples",
             "max_pending": DEFAULT_MAX_PENDING}

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, need_built
 
 sys.path.insert(0, str(ROOT / "fuzz"))
 import cases            # noqa: E402
@@ -57,8 +57,7 @@ def test_an_engine_that_declines_a_seed_is_caught(seed_dir, monkeypatch):
 
 def check_every_seed_compared(seed_dir, monkeypatch):
     from deferstitch.perfdata import engine
-    if not engine.available():
-        pytest.skip("the C engine is not built: python3 setup.py build_ext --inplace")
+    need_built("the C engine (deferstitch._accel)", engine.available())
     compared = []
     real = engine.EngineRun.report
 
@@ -78,8 +77,7 @@ def check_every_seed_compared(seed_dir, monkeypatch):
 def test_perf_case_catches_a_differing_engine(seed_dir, monkeypatch):
     """The check can fail: an engine whose report differs from Python's is caught."""
     from deferstitch.perfdata import engine
-    if not engine.available():
-        pytest.skip("the C engine is not built: python3 setup.py build_ext --inplace")
+    need_built("the C engine (deferstitch._accel)", engine.available())
     f = seed_dir / "perf" / "a_per_task.data"
     real = engine.EngineRun.report
 

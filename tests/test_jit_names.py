@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, need_built, run_cli
 from jit_synth import PROT_READ, PROT_WRITE, Dump, mmap2, monotonic_attr
 from perf_text import parse_script
 from synth import Synth
@@ -22,8 +22,8 @@ ENGINES = pytest.mark.parametrize("accel", ["0", "1"], ids=["python", "engine"])
 
 def env(accel):
     e = dict(os.environ, DEFERSTITCH_ACCEL=accel)
-    if accel == "1" and not list((ROOT / "deferstitch").glob("_accel*.so")):
-        pytest.skip("C engine not built: python3 setup.py build_ext --inplace")
+    if accel == "1":
+        need_built("the C engine (deferstitch._accel)", bool(list((ROOT / "deferstitch").glob("_accel*.so"))))
     return e
 
 

@@ -597,7 +597,7 @@ def test_the_engine_leaves_no_cookie_files_to_python(tmp_path):
 # -- the real captures, rewritten without cookies ------------------------------------------------
 DEFERRED_SCENARIOS = [s for s in SCENARIOS if s != "baseline_fp_nodefer"]
 PRECOOKIE = DATA / "precookie"      # lossy captures of our own (README there): -m 1 / -m 2, -a or not
-LOSSY = sorted(p.name for p in PRECOOKIE.iterdir() if p.is_dir()) if PRECOOKIE.exists() else []
+LOSSY = sorted(p.name for p in PRECOOKIE.iterdir() if p.is_dir())     # carried here: never none
 
 # Share (%) of the samples that have a stack in perf 7.2's answer (its cookies) that the
 # rewrites stitch, at least: docs/precookie.md gives the same figures. "strip": cookies taken
@@ -645,8 +645,13 @@ def _against_perf(folder, got):
         has = True if ips is None else has
         expected.setdefault(tid, []).append((usec, ips, has))
     stitched = have = 0
-    for tid, ours in ours_by_tid(got).items():
+    by_tid = ours_by_tid(got)
+    # zip() below stops at the shorter side: each task has as many samples as perf printed
+    # (more only where perf's text was cut at 16 MiB)
+    assert set(expected) <= set(by_tid) and (capped or set(by_tid) == set(expected))
+    for tid, ours in by_tid.items():
         theirs = expected.get(tid, [])
+        assert len(ours) >= len(theirs) if capped else len(ours) == len(theirs), tid
         for (usec, ips, s), (t_usec, t_ips, has) in zip(ours, theirs):
             assert usec == t_usec, (tid, usec, t_usec)
             if has and t_ips is None:
@@ -858,13 +863,16 @@ def per_event_streams(draw):
 @given(per_event_streams())
 def test_per_event_stacks_of_the_precookie_series_never_give_a_wrong_stack(events):
     """... with the doubt after a stack (any kernel) or without it (``requeued``: this kernel),
-    where nothing was lost then every sample that has a stack gets it."""
-    truth, _ = _replay(events, no_cookie=False)
+    where nothing was lost then every sample gets its entry's stack. The frames are the
+    generator's (not the stitcher's cookie mode)."""
+    frames = {c: f for _tid, kind, *rest in events if kind == "stack" for c, f in [rest]}
+    lost = any(ev[1] == "lost" for ev in events)
     for requeued in (False, True):
         got, rep = _replay(events, no_cookie=True, requeued=requeued)
-        assert rep.conserved() and len(got) == len(truth)
-        for a, b in zip(truth, got):
-            if b.outcome == STITCHED:
-                assert a.outcome == STITCHED and a.user == b.user, (a, b)
-        if requeued and not any(ev[1] == "lost" for ev in events):
-            assert [b.outcome for b in got] == [a.outcome for a in truth]
+        assert rep.conserved() and len(got) == sum(ev[1] == "sample" for ev in events)
+        for s in got:
+            cookie = events[s.time][2]
+            if s.outcome == STITCHED:
+                assert tuple(s.user) == frames.get(cookie), (s.time, events)
+            else:
+                assert lost or not requeued, (s.time, s.outcome, s.reason, events)

@@ -153,8 +153,9 @@ def test_bad_input_is_one_line(tmp_path):
     with pytest.raises(FormatError) as e:
         Trace(bad)
     assert str(bad) in str(e.value) and "\n" not in str(e.value)
-    with pytest.raises(DeferstitchError):
-        Trace(tmp_path / "missing.dat")
+    missing = tmp_path / "missing.dat"
+    with pytest.raises(FormatError, match="^%s: No such file or directory$" % missing):
+        Trace(missing)
 
 
 def test_truncated_file_is_one_line_not_a_crash(tmp_path):

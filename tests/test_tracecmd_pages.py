@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 import tracecmd_synth as S
-from conftest import CAPTURES, DATA, SHARED, run_cli
+from conftest import CAPTURES, DATA, SHARED, need_built, run_cli
 
 REAL = CAPTURES / "ftrace" / "trace-userstacktrace.dat"
 SLOW = {**os.environ, "DEFERSTITCH_ACCEL": "0"}
@@ -19,8 +19,7 @@ SLOW = {**os.environ, "DEFERSTITCH_ACCEL": "0"}
 
 def walker_built():
     from deferstitch.tracecmd import pages
-    if not pages.available():
-        pytest.skip("the page reader is not built: python3 setup.py build_ext --inplace")
+    need_built("the page reader (deferstitch._tracedat)", pages.available())
 
 
 def both(path, command, *options):
@@ -77,8 +76,9 @@ def test_our_reader_is_the_one_used(synth, real_v6):
 
 def test_same_bytes_on_every_trace_dat(synth, real_v6):
     walker_built()
-    files = sorted(DATA.glob("*.dat")) + sorted((SHARED / "repro").glob("*.dat"))
-    files += list(synth.values()) + [real_v6] + ([REAL] if REAL.exists() else [])
+    carried = sorted(DATA.glob("*.dat")) + sorted((SHARED / "repro").glob("*.dat"))
+    assert len(carried) >= 18, carried        # the repros of tests/data and tests/data/real/repro
+    files = carried + list(synth.values()) + [real_v6, REAL]
     for path in files:
         both(path, "report", "--json")
     for path in (synth["deferred"], synth["instances"], synth["missed"], real_v6):

@@ -223,11 +223,16 @@ def test_plugin_adds_no_crash_of_its_own(plugin_dir):
     report with our plugin loaded reads it too (where trace-cmd itself dies, it dies either way)."""
     from conftest import DATA
     tool = need_trace_cmd()
-    for path in sorted(DATA.glob("*.dat")):
+    files, read = sorted(DATA.glob("*.dat")), []
+    for path in files:
         plain = subprocess.run([tool, "report", "-N", "-i", str(path)], capture_output=True,
                                env=plain_env())
         if plain.returncode != 0:
             continue
+        read.append(path)
         ours = subprocess.run([tool, "report", "-i", str(path)], capture_output=True,
                               env=plain_env(TRACEEVENT_PLUGIN_DIR=str(plugin_dir)))
         assert ours.returncode == 0, (path, ours.returncode, ours.stderr[-500:])
+    # all but the pages trace-cmd itself dies on (test_tracecmd_damage.test_a_page_trace_cmd_itself_dies_on)
+    dies = ("trace-segv-2.dat", "trace-segv-3.dat")
+    assert read == [p for p in files if p.name not in dies] and len(read) >= 8, read

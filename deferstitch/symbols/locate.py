@@ -95,7 +95,7 @@ class Locator:
             link, own = _binary_facts(self._symfs(path))
             # without a recorded build id the binary's own one still tells its debug files apart
             want, whose = (build_id, "recorded") if build_id else (own, "the binary's")
-            cands = self.candidates(path, build_id, link)
+            cands = self.candidates(path, build_id or own, link)     # perf reads the file's own id too
         for k, cand in cands:
             if cand in tried or not os.path.isfile(cand):
                 continue
