@@ -81,9 +81,11 @@ fuzz-trace: fuzz-seeds
 	# the corpus once more with ASan preloaded: a copy (memcpy) past a libtracecmd buffer that did
 	# not crash while fuzzing (ASan and atheris' coverage do not mix, hence a second pass);
 	# allocator_may_return_null: libtracecmd mallocs sizes read from a damaged header and takes
-	# NULL as "cannot open" (ASan would abort where the real malloc returns NULL)
+	# NULL as "cannot open" (ASan would abort where the real malloc returns NULL); malloc_limit_mb:
+	# nor may libFuzzer's hook call one such malloc of 4 GiB an out-of-memory (the real malloc
+	# serves it or returns NULL; the RSS limit still holds)
 	LD_PRELOAD=$$($(CLANG) -print-file-name=libclang_rt.asan-x86_64.so) ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
-	  PYTHONMALLOC=malloc $(PYTHON) fuzz/fuzz_trace.py -runs=0 -artifact_prefix=$(FUZZ_DIR)/crashes/trace-asan- \
+	  PYTHONMALLOC=malloc $(PYTHON) fuzz/fuzz_trace.py -runs=0 -malloc_limit_mb=65536 -artifact_prefix=$(FUZZ_DIR)/crashes/trace-asan- \
 	  $(FUZZ_DIR)/corpus-trace
 
 # the two C engines, built in with ASan + UBSan and run side by side: the perf.data engine
