@@ -55,7 +55,6 @@ MAX_CHUNK = 50_000          # records of one round examined at once (memory), ra
 _IRQ_SOFTWARE = (0, 1)      # PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_TASK_CLOCK: hrtimer interrupts
 _IRQ_TYPES = (0, 3, 4)      # PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW: PMU interrupts
 _LOST_SAMPLES_BPF = 1 << 15 # PERF_RECORD_MISC_LOST_SAMPLES_BPF: dropped by a BPF filter, not lost
-HEADER_HYBRID_TOPOLOGY = 30 # feature: the CPUs of each core PMU (a hybrid machine)
 
 STACK_MAY_BE_LOST = "stack-may-be-lost"           # a loss between the sample and its stack
 EARLIER_STACK_MAY_BE_LOST = "earlier-stack-may-be-lost"   # ... between its task's last sight in
@@ -88,7 +87,7 @@ def _same_cpu_maps(perf, ents):
     with_ids = [e for e in ents if e.ids]
     if len({len(e.ids) for e in with_ids}) > 1:
         return False
-    return HEADER_HYBRID_TOPOLOGY not in perf.features or all(
+    return C.HEADER_HYBRID_TOPOLOGY not in perf.features or all(
         e.attr.type in (C.PERF_TYPE_SOFTWARE, C.PERF_TYPE_TRACEPOINT) for e in with_ids)
 
 
