@@ -5,8 +5,10 @@ from setuptools import Extension, find_packages, setup
 ACCEL = Extension("deferstitch._accel", ["deferstitch/_accel.c"], optional=True,
                   extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-missing-braces"])
 # The trace.dat page reader (deferstitch/_tracedat.c): trace commands read the ring-buffer pages
-# themselves, each checked; without it they go through libtracecmd (tracecmd/bridge.py).
-TRACEDAT = Extension("deferstitch._tracedat", ["deferstitch/_tracedat.c"], optional=True,
+# themselves, each checked, and _tracefeed.c stitches one-buffer files on them; without it they
+# go through libtracecmd and the Python feed (tracecmd/bridge.py, reader.py).
+TRACEDAT = Extension("deferstitch._tracedat", ["deferstitch/_tracedat.c", "deferstitch/_tracefeed.c"],
+                     depends=["deferstitch/_tracedat.h"], optional=True,
                      extra_compile_args=["-O2", "-std=gnu11", "-Wall"])
 
 setup(

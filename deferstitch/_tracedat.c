@@ -30,71 +30,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MISSING_EVENTS (1ULL << 31)
-#define MISSING_STORED (1ULL << 30)
-#define COMMIT_MASK ((1U << 27) - 1)
-#define TS_MSB (0xf8ULL << 56)
-#define T_PADDING 29
-#define T_EXTEND 30
-#define T_STAMP 31
+#include "_tracedat.h"
 
 static PyObject *Damaged;
-
-typedef struct {
-    int64_t first, end;         /* this CPU's data in the file: [first, end) */
-    int64_t page_off;           /* file offset of the page in buf, -1 before the first */
-    unsigned char *buf;
-    uint32_t commit;            /* bytes of event data on the page */
-    long long lost;             /* the page's missed-events count (kbuffer's lost_events) */
-    uint64_t ts;                /* time of the event at curr */
-    uint32_t curr, next, index; /* as kbuffer: event start, next event, payload start */
-    int has, done;              /* a record is held; the CPU is at its end (or damaged) */
-    int64_t rec_off;
-    uint64_t rec_ts;
-    long long rec_missed;
-    uint32_t rec_index, rec_size;
-    long long records;          /* records taken from this CPU */
-    int64_t err_off;            /* damage found: its offset and text (err set) */
-    char err[160];
-    int has_err;
-    int id;                     /* the CPU's number as records carry it */
-} Cpu;
-
-typedef struct {
-    PyObject_HEAD
-    int fd, page_size, start, long8, swap;
-    int64_t file_size;
-    int type_off, type_size, pid_off, pid_size, common_end;
-    int ncpus;
-    Cpu *cpus;
-} Walker;
-
-static inline uint32_t rd4(const Walker *w, const unsigned char *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return w->swap ? __builtin_bswap32(v) : v;
-}
-
-static inline uint64_t rd8(const Walker *w, const unsigned char *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return w->swap ? __builtin_bswap64(v) : v;
-}
-
-static inline uint64_t rdlong(const Walker *w, const unsigned char *p) {
-    return w->long8 ? rd8(w, p) : rd4(w, p);
-}
-
-/* An unsigned number of 1, 2, 4 or 8 bytes in the file's byte order, as tep_read_number. */
-static uint64_t rdnum(const Walker *w, const unsigned char *p, int size) {
-    switch (size) {
-    case 1: return p[0];
-    case 2: { uint16_t v; memcpy(&v, p, 2); return w->swap ? __builtin_bswap16(v) : v; }
-    case 4: return rd4(w, p);
-    case 8: return rd8(w, p);
-    }
-    return 0;
-}
 
 static void damage(Cpu *c, int64_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void damage(Cpu *c, int64_t off, const char *fmt, ...) {
@@ -156,7 +94,7 @@ static int load_page(Walker *w, Cpu *c, int64_t off) {
 
 /* The CPU's next data event (kbuffer's __next_event), loading pages as needed: 1 held, 0 at its
  * end, -1 damage. */
-static int advance(Walker *w, Cpu *c) {
+int td_advance(Walker *w, Cpu *c) {
     c->has = 0;
     if (c->done)
         return c->has_err ? -1 : 0;
@@ -289,11 +227,11 @@ static int walker_init(Walker *w, PyObject *args, PyObject *kw) {
             return PyErr_NoMemory(), -1;
     }
     for (int i = 0; i < w->ncpus; i++)     /* every CPU holds its first record */
-        advance(w, &w->cpus[i]);
+        td_advance(w, &w->cpus[i]);
     return 0;
 }
 
-static PyObject *raise_damage(Cpu *c) {
+PyObject *td_raise_damage(Cpu *c) {
     PyObject *v = Py_BuildValue("(iLs)", c->id, (long long)c->err_off, c->err);
     if (v) {
         PyErr_SetObject(Damaged, v);
@@ -303,31 +241,37 @@ static PyObject *raise_damage(Cpu *c) {
     return NULL;
 }
 
-/* The next record in time order: (ts, cpu, missed, type, pid, offset, payload), None at the end. */
-static PyObject *walker_next(Walker *w, PyObject *unused) {
-    Cpu *best = NULL;
+/* The CPU whose record goes out next (the earliest, ties: the lower CPU) in *best: 1, 0 at the
+ * end, -1 with Damaged raised (a CPU's damage, once its good records are all out). */
+int td_pick(Walker *w, Cpu **best) {
+    *best = NULL;
     for (int i = 0; i < w->ncpus; i++) {
         Cpu *c = &w->cpus[i];
         if (c->has_err && !c->has)
-            return raise_damage(c);
-        if (c->has && (!best || c->rec_ts < best->rec_ts))
-            best = c;
+            return td_raise_damage(c), -1;
+        if (c->has && (!*best || c->rec_ts < (*best)->rec_ts))
+            *best = c;
     }
-    if (!best)
+    return *best != NULL;
+}
+
+/* The next record in time order: (ts, cpu, missed, type, pid, offset, payload), None at the end. */
+static PyObject *walker_next(Walker *w, PyObject *unused) {
+    Cpu *best;
+    int got = td_pick(w, &best);
+    if (got < 0)
+        return NULL;
+    if (!got)
         Py_RETURN_NONE;
     const unsigned char *p = best->buf + w->start + best->rec_index;
-    int type = -1, pid = -1;
-    if (w->type_size > 0)
-        type = (int)rdnum(w, p + w->type_off, w->type_size);
-    if (w->pid_size > 0)
-        pid = (int)rdnum(w, p + w->pid_off, w->pid_size);
+    int type = td_type(w, p), pid = td_pid(w, p);
     PyObject *r = Py_BuildValue("(KiLiiLy#)", (unsigned long long)best->rec_ts, best->id,
                                 best->rec_missed, type, pid, (long long)best->rec_off, p,
                                 (Py_ssize_t)best->rec_size);
     if (!r)
         return NULL;
     best->records++;
-    advance(w, best);
+    td_advance(w, best);
     return r;
 }
 
@@ -361,7 +305,7 @@ static PyObject *walker_scan(Walker *w, PyObject *unused) {
         }
         while (c->has) {
             n++;
-            advance(w, c);
+            td_advance(w, c);
         }
         PyObject *err = c->has_err ? Py_BuildValue("(Ls)", (long long)c->err_off, c->err)
                                    : (Py_INCREF(Py_None), Py_None);
@@ -408,7 +352,7 @@ static PyMethodDef walker_methods[] = {
     {NULL}
 };
 
-static PyTypeObject WalkerType = {
+PyTypeObject WalkerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "deferstitch._tracedat.Walker",
     .tp_basicsize = sizeof(Walker),
@@ -429,14 +373,17 @@ static struct PyModuleDef tracedat_module = {
 };
 
 PyMODINIT_FUNC PyInit__tracedat(void) {
-    if (PyType_Ready(&WalkerType) < 0)
+    PyObject *feed = td_feed_type();
+    if (!feed || PyType_Ready(&WalkerType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&tracedat_module);
     if (!m)
         return NULL;
     Damaged = PyErr_NewException("deferstitch._tracedat.Damaged", NULL, NULL);
     Py_INCREF(&WalkerType);
+    Py_INCREF(feed);
     if (!Damaged || PyModule_AddObject(m, "Walker", (PyObject *)&WalkerType) < 0 ||
+        PyModule_AddObject(m, "Feed", feed) < 0 ||
         PyModule_AddObject(m, "Damaged", Damaged) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -20,10 +20,10 @@ import json
 import sys
 
 from ..errors import DeferstitchError
-from ..model import STITCHED
 from ..output.atomic import Output
 from ..output.tables import render, table
 from ..stitcher import DEFAULT_MAX_PENDING
+from . import engine
 from .outputs import Flame, Folded, Namer, Script
 from .reader import FtraceFeed
 
@@ -114,7 +114,7 @@ def cmd_trace(args):
                         width=args.width, inverted=args.inverted)
         else:
             out = Script(f, namer, args.max_stack) if cmd == "script" else Folded(f, namer)
-        feed = FtraceFeed(sample=out.sample, max_pending=args.max_pending, **trace.feed_args())
+        feed = engine.feed(trace, sample=out.sample, max_pending=args.max_pending)
         namer.recorded = feed.paths
         err = _feed(feed, trace, quiet=args.quiet)
         out.close()
@@ -143,10 +143,9 @@ def _report(path, args, timeline=None):
     with Trace(path) as trace:
         namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols)
 
-        def resolved(s):
-            if s.outcome == STITCHED:
-                for where, off in s.user:
-                    namer.user(where, off)
+        def stitched(frames, n):
+            for where, off in frames:
+                namer.user(where, off, n)
 
         def sample(s):
             timeline.add(s.time, s.cpu, s.tid, s.comm, s.outcome if s.reason is None else s.reason)
@@ -156,8 +155,9 @@ def _report(path, args, timeline=None):
                 if ev.missed:
                     timeline.lost_notice(ev.ts)
                 yield ev
-        feed = FtraceFeed(resolved=resolved, sample=sample if timeline is not None else None,
-                          max_pending=args.max_pending, **trace.feed_args())
+        # --html: the timeline's missed-event marks come from the Python feed's events
+        feed = engine.feed(trace, stitched=stitched, sample=sample if timeline is not None else None,
+                           max_pending=args.max_pending, python=timeline is not None)
         namer.recorded = feed.paths
         _feed(feed, trace, watched() if timeline is not None else None, quiet=args.quiet)
     feed.report.extra["unnamed_user_frames"] = dict(sorted(namer.unnamed.items()))

@@ -35,19 +35,19 @@ class Namer:
         name = self.trace.function(addr) if (self.trace is not None and self.symbols) else None
         return name, KERNEL_DSO
 
-    def user(self, path, off):
-        """(sym or None, symoff, dso)."""
+    def user(self, path, off, n=1):
+        """(sym or None, symoff, dso); a frame left unnamed counts n times (n samples had it)."""
         if path is None or path.startswith("["):
             return None, 0, path or UNKNOWN
         if not self.symbols:
             return None, 0, path
         elf = self._elf_for(path)
         if isinstance(elf, str):
-            self.unnamed[elf] += 1
+            self.unnamed[elf] += n
             return None, 0, path
         hit = elf.find(off)
         if hit is None:
-            self.unnamed["no symbol covers the offset"] += 1
+            self.unnamed["no symbol covers the offset"] += n
             return None, 0, path
         return hit[0], hit[1], path
 

@@ -1,0 +1,1574 @@
+/* deferstitch._tracedat.Feed: tracecmd/reader.py's FtraceFeed and stitcher.py's cookie rules,
+ * step for step, on the page walker (_tracedat.c), for a trace.dat of one buffer.
+ *
+ *     Walker (pages, time order) -> companions grouped per CPU -> stitcher -> FIFO -> sink
+ *                                     |  fields at their format offsets     (time order)
+ *                                     '-- a field C cannot read as Python does: slow(kind, record)
+ *
+ * The Python modules stay the definition (tracecmd/engine.py drives this; tests/
+ * test_tracecmd_engine.py checks the same bytes on every trace.dat of the tests). Each field is
+ * read here only where the Python reader's fast branch would read it (bridge.Field: a number
+ * at a fixed place that the record holds, an array that lies inside the record); anything else
+ * (a short record, a format that lacks the field, a variant) is asked of Python, at the same
+ * point of the sequence, so its value or its FormatError is the Python path's. inode_cache is
+ * always Python's (FtraceFeed._inode, into the shared `paths` dict), and what the sink was
+ * given is handed over before it, so names see the same inode_cache as on the Python path.
+ *
+ * Numbers are kept as Python would see them (__int128: u64 and s64 alike), so a signed field
+ * compares as it does there. Memory: what is open per CPU, what waits for its stack, the FIFO
+ * head, each task's last kernel entries and stack (as the Python feed).
+ */
+#include "_tracedat.h"
+
+typedef __int128 I128;
+
+enum { R_PLAIN, R_KERNEL, R_COOKIE, R_USTACK, R_UNWIND, R_INODE, R_EXIT, R_FORK };
+/* slow(kind, record): what Python reads where C does not (engine.py SLOW, same order) */
+enum { S_KERNEL, S_COOKIE, S_UCALLERS, S_TGID, S_STACK, S_KEYS, S_DEVS, S_INODE, S_EXIT, S_FORK };
+/* field specs: absent, Python's, a number at a fixed place, a static array, a __data_loc array */
+enum { F_ABSENT, F_SLOW, F_SCALAR, F_STATIC, F_DYNAMIC };
+/* model.OUTCOME_KEYS */
+enum { K_STITCHED, K_PASSED, K_LOST, K_LOST_AFTER, K_EXITED, K_ENDED, K_EVICTED, NKEYS };
+/* the anomalies counted here (engine.py ANOMALIES, same order) */
+enum { A_NOTYPE, A_NOCOUNT, A_KS_ALONE, A_COOKIE_ALONE, A_USTACK_ALONE, A_NO_INODE, NANOM };
+enum { MODE_NONE, MODE_SAMPLES, MODE_RESOLVED };
+#define MAX_NEST 4
+#define MAX_ENTRIES 64
+#define KEEP_FIRST 20
+#define BATCH 2048
+
+typedef struct { int kind, off, size, elem, sign, rel; } Spec;
+typedef struct { int role; Spec f[4]; } TypeInfo;
+
+typedef struct Stk { I128 cookie; uint64_t time; long long served; PyObject *frames; } Stk;
+
+typedef struct Smp {
+    struct Smp *qnext;
+    I128 tid, pid, cookie;
+    int cpu, type, has_cookie, outcome, after, in_order, handed;
+    uint64_t ts, seq, lost_seq;
+    PyObject *kernel, *user;            /* tuples (owned); user NULL: none */
+} Smp;
+
+typedef struct {
+    uint64_t ts;
+    I128 pid;
+    int type, role, has_cookie, has_tgid, has_exit;
+    I128 cookie, tgid, exit;            /* exit: sched_process_exit's pid, fork's child_pid */
+    PyObject *kernel, *ustack, *rec;    /* NULL: not set; rec: the record, for slow() at close */
+} Pend;
+
+typedef struct {
+    int id, n;
+    uint64_t ostamp, last;              /* when its open queue began (dict order); last record */
+    int has_last;
+    Pend open[MAX_NEST + 1];
+} CpuSt;
+
+typedef struct { I128 cookie; uint64_t first; } Entry;
+
+typedef struct Task {
+    I128 tid;
+    Smp *qhead, *qtail;
+    long long nq;
+    uint64_t pstamp, sstamp;            /* insertion order of pending[tid] and stacks[tid] */
+    Stk *stack;
+    int nent;
+    Entry ent[MAX_ENTRIES + 1];
+} Task;
+
+typedef struct { I128 key; void *val; int used; } Slot;
+typedef struct { Slot *s; size_t cap, n; } Map;
+
+typedef struct { I128 tid; int cpu, key; long long n; } Cell;
+typedef struct { uint64_t b, a; int has_a; } Window;
+typedef struct { uint64_t time; I128 tid; } Exited;
+
+typedef struct {
+    PyObject_HEAD
+    Walker *w;
+    PyObject *sink, *slow, *paths, *no_file, *anon, *unknown_path;
+    int mode, ntypes;
+    TypeInfo *types;                    /* by type id; role -1: no format */
+    uint64_t *counts, counts_none;      /* events by type id; of a type with no format */
+    uint64_t no_vma;
+    int nst, npeek;
+    CpuSt *st;                          /* by walker CPU (the first of its id) */
+    int *st_of;                         /* walker CPU index -> st index */
+    int *peek_ids;                      /* peek(cpu) for cpu in range(cpus): the walker CPU id */
+    uint64_t stamp;
+    Map tasks;
+    Smp **fifo;
+    size_t fhead, flen, fcap;
+    Smp **order;
+    size_t ohead, olen, ocap;
+    Exited *ex;
+    size_t exhead, exlen, excap;
+    Window *win;
+    size_t nwin, wcap, prune_at;
+    long long npending, max_pending, max_pending_seen;
+    I128 exit_grace;
+    uint64_t seq, lost_seq;
+    /* the report */
+    unsigned long long samples, stitched, after, passed, unmatched[NKEYS];
+    unsigned long long deferred, duplicate, orphans_n, lost_records, lost_events, stacks_fed;
+    unsigned __int128 buf_lost_events;
+    unsigned long long anom[NANOM];
+    PyObject *first_unmatched, *orphans, *batch;
+    Cell *cells;
+    size_t ncells, ccap;
+    Map cellmap;
+    PyObject *last_frames;              /* MODE_RESOLVED: the batch's last (frames, n) */
+    int finished;
+    unsigned char *scratch;             /* the record being fed (a page at most) */
+} Feed;
+
+/* ---- small things ------------------------------------------------------------------------ */
+static PyObject *num(I128 v) {
+    if (v >= INT64_MIN && v <= INT64_MAX)
+        return PyLong_FromLongLong((long long)v);
+    return PyLong_FromUnsignedLongLong((unsigned long long)v);
+}
+
+static int to_num(PyObject *o, I128 *v) {
+    if (!PyLong_Check(o)) {
+        PyErr_SetString(PyExc_TypeError, "slow(): a number expected");
+        return -1;
+    }
+    int over = 0;
+    long long x = PyLong_AsLongLongAndOverflow(o, &over);
+    if (over > 0) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(o);
+        if (u == (unsigned long long)-1 && PyErr_Occurred())
+            return -1;
+        *v = (I128)u;
+        return 0;
+    }
+    if (over < 0 || (x == -1 && PyErr_Occurred())) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_OverflowError, "slow(): a number past 64 bits");
+        return -1;
+    }
+    *v = x;
+    return 0;
+}
+
+static inline size_t hkey(I128 k) {
+    uint64_t x = (uint64_t)k ^ ((uint64_t)((unsigned __int128)k >> 64) * 0x9e3779b97f4a7c15ULL);
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdULL; x ^= x >> 33;
+    return (size_t)x;
+}
+
+static int map_grow(Map *m) {
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    Slot *s = PyMem_Calloc(cap, sizeof(Slot));
+    if (!s)
+        return PyErr_NoMemory(), -1;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->s[i].used) {
+            size_t j = hkey(m->s[i].key) & (cap - 1);
+            while (s[j].used)
+                j = (j + 1) & (cap - 1);
+            s[j] = m->s[i];
+        }
+    PyMem_Free(m->s);
+    m->s = s;
+    m->cap = cap;
+    return 0;
+}
+
+static void *map_get(Map *m, I128 k) {
+    if (!m->cap)
+        return NULL;
+    for (size_t j = hkey(k) & (m->cap - 1); m->s[j].used; j = (j + 1) & (m->cap - 1))
+        if (m->s[j].key == k)
+            return m->s[j].val;
+    return NULL;
+}
+
+static int map_put(Map *m, I128 k, void *v) {      /* k not in m */
+    if ((m->n + 1) * 2 > m->cap && map_grow(m) < 0)
+        return -1;
+    size_t j = hkey(k) & (m->cap - 1);
+    while (m->s[j].used)
+        j = (j + 1) & (m->cap - 1);
+    m->s[j].key = k;
+    m->s[j].val = v;
+    m->s[j].used = 1;
+    m->n++;
+    return 0;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *q = PyMem_Realloc(*p, c * size);
+    if (!q)
+        return PyErr_NoMemory(), -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static Task *task(Feed *f, I128 tid) {
+    Task *t = map_get(&f->tasks, tid);
+    if (t)
+        return t;
+    t = PyMem_Calloc(1, sizeof(Task));
+    if (!t)
+        return PyErr_NoMemory(), NULL;
+    t->tid = tid;
+    if (map_put(&f->tasks, tid, t) < 0) {
+        PyMem_Free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* ---- fields (bridge.Field's fast branches) ---------------------------------------------- */
+static inline I128 elem_at(const Walker *w, const unsigned char *p, int size, int sign) {
+    uint64_t v = td_rdnum(w, p, size);
+    if (sign && size < 8 && (v >> (8 * size - 1)) & 1)
+        return (I128)v - ((I128)1 << (8 * size));
+    return sign ? (I128)(int64_t)v : (I128)v;
+}
+
+/* Event.number(): 1 read, 0 absent, -1 Python's to read */
+static int scalar(const Feed *f, const Spec *s, const unsigned char *d, uint32_t len, I128 *v) {
+    if (s->kind == F_ABSENT)
+        return 0;
+    if (s->kind != F_SCALAR || (int64_t)s->off + s->size > len)
+        return -1;
+    *v = elem_at(f->w, d + s->off, s->size, s->sign);
+    return 1;
+}
+
+/* Event.numbers() / Field.read() of an array: 1 with (start, n), 0 absent, -1 Python's */
+static int array(const Feed *f, const Spec *s, const unsigned char *d, uint32_t len,
+                 int64_t *start, int64_t *n) {
+    if (s->kind == F_ABSENT)
+        return 0;
+    int64_t st, length;
+    if (s->kind == F_STATIC) {
+        st = s->off;
+        length = s->size;
+    } else if (s->kind == F_DYNAMIC) {
+        if ((int64_t)s->off + 4 > len)
+            return -1;
+        uint32_t v = rd4(f->w, d + s->off);
+        st = v & 0xFFFF;
+        length = v >> 16;
+        if (s->rel)
+            st += s->off + s->size;
+    } else {
+        return -1;
+    }
+    if (st < 0 || length < 0 || st + length > len)
+        return -1;
+    *start = st;
+    *n = length / s->elem;
+    return 1;
+}
+
+static PyObject *slow(Feed *f, int kind, PyObject *rec) {
+    return PyObject_CallFunction(f->slow, "iO", kind, rec);
+}
+
+/* the values up to ftrace's end markers (reader._trim), as a tuple; pairs: (None, a) each */
+static PyObject *trimmed(Feed *f, const unsigned char *p, int64_t n, int elem, int sign, int pairs) {
+    int64_t k = 0;
+    for (; k < n; k++) {
+        I128 v = elem_at(f->w, p + k * elem, elem, sign);
+        if (v == 0 || v == (I128)f->no_vma)
+            break;
+    }
+    PyObject *t = PyTuple_New(k);
+    if (!t)
+        return NULL;
+    for (int64_t i = 0; i < k; i++) {
+        PyObject *v = num(elem_at(f->w, p + i * elem, elem, sign));
+        if (v && pairs) {
+            PyObject *pr = PyTuple_Pack(2, Py_None, v);
+            Py_DECREF(v);
+            v = pr;
+        }
+        if (!v) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
+/* FtraceFeed._kernel: the kernel frames of a kernel_stack record */
+static PyObject *kernel_frames(Feed *f, const TypeInfo *ti, const unsigned char *d, uint32_t len,
+                               PyObject *(*rec)(Feed *, void *), void *rc) {
+    const Spec *size = &ti->f[0], *caller = &ti->f[1];
+    I128 sz = 0;
+    int got = size->kind == F_ABSENT ? 0 : scalar(f, size, d, len, &sz);
+    if (got >= 0 && (caller->kind == F_ABSENT || caller->kind == F_STATIC)) {
+        if (got == 1 && sz >= 0 && caller->kind == F_STATIC) {
+            int64_t room = ((int64_t)len - caller->off);
+            int64_t n = room < 0 ? 0 : room / caller->elem;
+            if ((I128)n > sz)
+                n = (int64_t)sz;
+            return trimmed(f, d + caller->off, n, caller->elem, caller->sign, 0);
+        }
+        int64_t st, n;
+        int a = array(f, caller, d, len, &st, &n);
+        if (a == 0)
+            return PyTuple_New(0);
+        if (a == 1)
+            return trimmed(f, d + st, n, caller->elem, caller->sign, 0);
+    }
+    PyObject *r = rec(f, rc);
+    if (!r)
+        return NULL;
+    PyObject *v = slow(f, S_KERNEL, r);
+    Py_DECREF(r);
+    return v;
+}
+
+/* ---- the report --------------------------------------------------------------------------- */
+static size_t cell_hash(I128 tid, int cpu, int key) {
+    return hkey(tid * 1000003 + (I128)cpu * 131 + key);
+}
+
+static int count(Feed *f, Smp *s) {
+    int key = s->outcome;
+    if (key == K_STITCHED) {
+        f->stitched++;
+        f->after += s->after;
+    } else if (key == K_PASSED) {
+        f->passed++;
+    } else {
+        f->unmatched[key]++;
+        if (PyList_GET_SIZE(f->first_unmatched) < KEEP_FIRST) {
+            int none = !s->has_cookie || s->cookie == -1;    /* model.NO_COOKIE */
+            PyObject *t = Py_BuildValue("(KNNi)", (unsigned long long)s->ts, num(s->tid),
+                                        none ? (Py_INCREF(Py_None), Py_None) : num(s->cookie), key);
+            if (!t || PyList_Append(f->first_unmatched, t) < 0) {
+                Py_XDECREF(t);
+                return -1;
+            }
+            Py_DECREF(t);
+        }
+    }
+    /* cells: (tid, cpu, key) -> n, in first-seen order (the report's views) */
+    Map *m = &f->cellmap;
+    I128 h = (I128)cell_hash(s->tid, s->cpu, key);
+    if (m->cap)
+        for (size_t j = hkey(h) & (m->cap - 1); m->s[j].used; j = (j + 1) & (m->cap - 1)) {
+            Cell *c = &f->cells[(size_t)m->s[j].val - 1];
+            if (m->s[j].key == h && c->tid == s->tid && c->cpu == s->cpu && c->key == key) {
+                c->n++;
+                return 0;
+            }
+        }
+    if (grow((void **)&f->cells, &f->ccap, f->ncells + 1, sizeof(Cell)) < 0)
+        return -1;
+    f->cells[f->ncells] = (Cell){s->tid, s->cpu, key, 1};
+    f->ncells++;
+    /* a hash may repeat: map_put probes past equal keys */
+    if ((m->n + 1) * 2 > m->cap && map_grow(m) < 0)
+        return -1;
+    size_t j = hkey(h) & (m->cap - 1);
+    while (m->s[j].used)
+        j = (j + 1) & (m->cap - 1);
+    m->s[j] = (Slot){h, (void *)(f->ncells), 1};
+    m->n++;
+    return 0;
+}
+
+static int flush(Feed *f) {
+    if (PyList_GET_SIZE(f->batch) == 0)
+        return 0;
+    PyObject *b = f->batch;
+    f->batch = PyList_New(0);
+    Py_CLEAR(f->last_frames);
+    if (!f->batch) {
+        f->batch = b;
+        return -1;
+    }
+    PyObject *r = PyObject_CallFunctionObjArgs(f->sink, b, NULL);
+    Py_DECREF(b);
+    if (!r)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static int batch_add(Feed *f, PyObject *item) {
+    if (!item || PyList_Append(f->batch, item) < 0) {
+        Py_XDECREF(item);
+        return -1;
+    }
+    Py_DECREF(item);
+    return PyList_GET_SIZE(f->batch) >= BATCH ? flush(f) : 0;
+}
+
+/* Stitcher._emit: count, then the feed's _resolved (report: the stitched frames to name,
+ * [frames, samples] for each run of samples that one stack served) */
+static int emit(Feed *f, Smp *s) {
+    if (count(f, s) < 0)
+        return -1;
+    if (f->mode != MODE_RESOLVED || s->outcome != K_STITCHED)
+        return 0;
+    PyObject *lf = f->last_frames;
+    if (lf && PyList_GET_ITEM(lf, 0) == s->user) {
+        PyObject *v = PyLong_FromLongLong(PyLong_AsLongLong(PyList_GET_ITEM(lf, 1)) + 1);
+        return v ? PyList_SetItem(lf, 1, v) : -1;
+    }
+    PyObject *item = PyList_New(2);
+    if (!item)
+        return -1;
+    Py_INCREF(s->user);
+    PyList_SET_ITEM(item, 0, s->user);
+    PyList_SET_ITEM(item, 1, PyLong_FromLong(1));
+    Py_INCREF(item);
+    Py_XSETREF(f->last_frames, item);
+    return batch_add(f, item);
+}
+
+/* ---- the stitcher (stitcher.py, cookie rules) ------------------------------------------- */
+static void smp_free(Smp *s) {
+    Py_XDECREF(s->kernel);
+    Py_XDECREF(s->user);
+    PyMem_Free(s);
+}
+
+static int resolve(Feed *f, Smp *s, int key) {
+    s->outcome = key;
+    return emit(f, s);
+}
+
+static int stitch(Feed *f, Smp *s, Stk *st) {
+    Py_INCREF(st->frames);
+    Py_XSETREF(s->user, st->frames);
+    return resolve(f, s, K_STITCHED);
+}
+
+static int retire(Feed *f, I128 tid, Stk *st) {
+    if (st->served == 0) {
+        f->orphans_n++;
+        if (PyList_GET_SIZE(f->orphans) < KEEP_FIRST) {
+            PyObject *t = Py_BuildValue("(KNN)", (unsigned long long)st->time, num(tid),
+                                        num(st->cookie));
+            if (!t || PyList_Append(f->orphans, t) < 0) {
+                Py_XDECREF(t);
+                return -1;
+            }
+            Py_DECREF(t);
+        }
+    }
+    return 0;
+}
+
+static void stk_free(Stk *st) {
+    if (st) {
+        Py_XDECREF(st->frames);
+        PyMem_Free(st);
+    }
+}
+
+/* pending.pop(tid): the task's queue, detached */
+static Smp *take_queue(Feed *f, Task *t) {
+    Smp *q = t->qhead;
+    f->npending -= t->nq;
+    t->qhead = t->qtail = NULL;
+    t->nq = 0;
+    t->pstamp = 0;
+    return q;
+}
+
+static int exited_now(Feed *f, I128 tid) {          /* Stitcher._exited */
+    Task *t = map_get(&f->tasks, tid);
+    if (!t)
+        return 0;
+    for (Smp *s = take_queue(f, t), *nx; s; s = nx) {
+        nx = s->qnext;
+        if (resolve(f, s, K_EXITED) < 0)
+            return -1;
+    }
+    if (t->stack) {
+        Stk *st = t->stack;
+        t->stack = NULL;
+        t->sstamp = 0;
+        int r = retire(f, tid, st);
+        stk_free(st);
+        if (r < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int expire(Feed *f, uint64_t now) {
+    I128 limit = (I128)now - f->exit_grace;
+    while (f->exlen && (I128)f->ex[f->exhead].time <= limit) {
+        I128 tid = f->ex[f->exhead].tid;
+        f->exhead++;
+        f->exlen--;
+        if (exited_now(f, tid) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void order_drop(Feed *f, Smp *s) {           /* out of the eviction order */
+    s->in_order = 0;
+    if (s->handed)
+        smp_free(s);
+}
+
+static int evict_oldest(Feed *f) {
+    while (f->olen && f->order[f->ohead]->outcome >= 0) {
+        order_drop(f, f->order[f->ohead]);
+        f->ohead++;
+        f->olen--;
+    }
+    if (!f->olen)
+        return 0;
+    Smp *s = f->order[f->ohead];
+    f->ohead++;
+    f->olen--;
+    s->in_order = 0;
+    Task *t = map_get(&f->tasks, s->tid);
+    if (t && t->qhead == s) {
+        t->qhead = s->qnext;
+        t->nq--;
+        if (!t->qhead) {
+            t->qtail = NULL;
+            t->pstamp = 0;
+        }
+    }
+    f->npending--;
+    return resolve(f, s, K_EVICTED);
+}
+
+static int wait_stack(Feed *f, Task *t, Smp *s) {
+    s->lost_seq = f->lost_seq;
+    s->qnext = NULL;
+    if (t->qtail)
+        t->qtail->qnext = s;
+    else {
+        t->qhead = s;
+        t->pstamp = ++f->stamp;
+    }
+    t->qtail = s;
+    t->nq++;
+    if (f->ohead + f->olen == f->ocap) {          /* room at the end: compact or grow */
+        if (f->ohead) {
+            memmove(f->order, f->order + f->ohead, f->olen * sizeof(Smp *));
+            f->ohead = 0;
+        }
+        if (f->olen == f->ocap && grow((void **)&f->order, &f->ocap, f->olen + 1, sizeof(Smp *)) < 0)
+            return -1;
+    }
+    f->order[f->ohead + f->olen++] = s;
+    s->in_order = 1;
+    f->npending++;
+    if ((long long)f->olen > 2 * f->npending + 4096) {    /* drop resolved entries */
+        size_t k = 0;
+        for (size_t i = 0; i < f->olen; i++) {
+            Smp *x = f->order[f->ohead + i];
+            if (x->outcome < 0)
+                f->order[k++] = x;
+            else
+                order_drop(f, x);
+        }
+        f->ohead = 0;
+        f->olen = k;
+    }
+    if (f->npending > f->max_pending_seen)
+        f->max_pending_seen = f->npending;
+    if (f->npending > f->max_pending)
+        return evict_oldest(f);
+    return 0;
+}
+
+static int st_sample(Feed *f, Smp *s) {
+    f->samples++;
+    if (f->exlen && expire(f, s->ts) < 0)
+        return -1;
+    if (!s->has_cookie)
+        return resolve(f, s, K_PASSED);
+    Task *t = task(f, s->tid);
+    if (!t)
+        return -1;
+    if (t->stack && t->stack->cookie == s->cookie) {
+        s->after = 1;
+        t->stack->served++;
+        return stitch(f, s, t->stack);
+    }
+    return wait_stack(f, t, s);
+}
+
+/* FtraceFeed._entry_span + lost_reason: after-lost-records if a loss window meets (lo, hi) */
+static int lost_reason(Feed *f, Task *t, Smp *s, uint64_t dtime) {
+    uint64_t lo = s->ts, hi = dtime;
+    for (int i = 0; i < t->nent; i++)
+        if (t->ent[i].cookie == s->cookie) {
+            if (t->ent[i].first < lo)
+                lo = t->ent[i].first;
+            if (i + 1 < t->nent && t->ent[i + 1].first < hi)
+                hi = t->ent[i + 1].first;
+            break;
+        }
+    size_t a = 0, b = f->nwin;              /* bisect_left(windows, (lo,)) */
+    while (a < b) {
+        size_t mid = (a + b) / 2;
+        if (f->win[mid].b < lo)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    for (size_t i = a; i < f->nwin; i++)
+        if (!f->win[i].has_a || f->win[i].a <= hi)
+            return K_LOST_AFTER;
+    for (int k = 0; k < f->npeek; k++) {    /* the windows ending at a CPU's next record */
+        Cpu *c = NULL;
+        for (int i = 0; i < f->w->ncpus; i++)
+            if (f->w->cpus[i].id == f->peek_ids[k] && f->w->cpus[i].has) {
+                c = &f->w->cpus[i];
+                break;
+            }
+        if (!c || !c->rec_missed)
+            continue;
+        CpuSt *ls = NULL;                   /* self.last.get((buf, cpu)): cpu the index */
+        for (int i = 0; i < f->nst; i++)
+            if (f->st[i].id == k && f->st[i].has_last) {
+                ls = &f->st[i];
+                break;
+            }
+        if ((!ls || ls->last <= hi) && c->rec_ts >= lo)
+            return K_LOST_AFTER;
+    }
+    return K_LOST;
+}
+
+static int st_deferred(Feed *f, I128 tid, I128 cookie, uint64_t time, PyObject *frames) {
+    f->deferred++;
+    if (f->exlen && expire(f, time) < 0)
+        return -1;
+    Task *t = task(f, tid);
+    if (!t)
+        return -1;
+    Stk *prev = t->stack;
+    if (prev && prev->cookie == cookie) {
+        f->duplicate++;
+        return 0;
+    }
+    if (prev) {
+        int r = retire(f, tid, prev);
+        t->stack = NULL;
+        stk_free(prev);
+        if (r < 0)
+            return -1;
+    } else {
+        t->sstamp = ++f->stamp;
+    }
+    Stk *st = PyMem_Calloc(1, sizeof(Stk));
+    if (!st)
+        return PyErr_NoMemory(), -1;
+    st->cookie = cookie;
+    st->time = time;
+    Py_INCREF(frames);
+    st->frames = frames;
+    t->stack = st;
+    for (Smp *s = take_queue(f, t), *nx; s; s = nx) {
+        nx = s->qnext;
+        int r;
+        if (s->cookie == cookie) {
+            st->served++;
+            r = stitch(f, s, st);
+        } else {
+            r = resolve(f, s, lost_reason(f, t, s, time));
+        }
+        if (r < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int st_exit(Feed *f, I128 tid, uint64_t time) {
+    if (!f->exit_grace)
+        return exited_now(f, tid);
+    if (f->exhead + f->exlen == f->excap) {
+        if (f->exhead) {
+            memmove(f->ex, f->ex + f->exhead, f->exlen * sizeof(Exited));
+            f->exhead = 0;
+        }
+        if (f->exlen == f->excap && grow((void **)&f->ex, &f->excap, f->exlen + 1, sizeof(Exited)) < 0)
+            return -1;
+    }
+    f->ex[f->exhead + f->exlen++] = (Exited){time, tid};
+    return 0;
+}
+
+static int st_reuse(Feed *f, I128 tid) {
+    for (size_t i = 0; i < f->exlen; i++)
+        if (f->ex[f->exhead + i].tid == tid) {
+            memmove(f->ex + f->exhead + i, f->ex + f->exhead + i + 1,
+                    (f->exlen - i - 1) * sizeof(Exited));
+            f->exlen--;
+            return exited_now(f, tid);
+        }
+    return 0;
+}
+
+/* ---- the feed: open events per CPU, the FIFO ---------------------------------------------- */
+static int pend_oldest(Feed *f, uint64_t *ts) {
+    int any = 0;
+    for (int i = 0; i < f->nst; i++)
+        for (int k = 0; k < f->st[i].n; k++)
+            if (!any || f->st[i].open[k].ts < *ts) {
+                *ts = f->st[i].open[k].ts;
+                any = 1;
+            }
+    return any;
+}
+
+static PyObject *sample_tuple(Smp *s) {
+    return Py_BuildValue("(NNiKiOOiON)", num(s->tid), num(s->pid), s->cpu,
+                         (unsigned long long)s->ts, s->type, s->kernel,
+                         s->user ? s->user : Py_None, s->outcome, s->after ? Py_True : Py_False,
+                         s->has_cookie ? num(s->cookie) : (Py_INCREF(Py_None), Py_None));
+}
+
+static int drain(Feed *f) {                         /* FtraceFeed._drain */
+    size_t i = f->fhead;
+    if (i >= f->flen || f->fifo[i]->outcome < 0)
+        return 0;
+    uint64_t oldest = 0;
+    int any = pend_oldest(f, &oldest);
+    while (i < f->flen) {
+        Smp *s = f->fifo[i];
+        if (s->outcome < 0 || (any && oldest < s->ts))
+            break;
+        if (f->mode == MODE_SAMPLES && batch_add(f, sample_tuple(s)) < 0) {
+            f->fhead = i;
+            return -1;
+        }
+        s->handed = 1;
+        if (!s->in_order)
+            smp_free(s);
+        f->fifo[i] = NULL;
+        i++;
+    }
+    if (i > 4096 && i * 2 > f->flen) {
+        memmove(f->fifo, f->fifo + i, (f->flen - i) * sizeof(Smp *));
+        f->flen -= i;
+        i = 0;
+    }
+    f->fhead = i;
+    return 0;
+}
+
+static int fifo_insert(Feed *f, Smp *s) {           /* bisect.insort(fifo, (time, seq), lo=head) */
+    if (grow((void **)&f->fifo, &f->fcap, f->flen + 1, sizeof(Smp *)) < 0)
+        return -1;
+    size_t a = f->fhead, b = f->flen;
+    while (a < b) {
+        size_t mid = (a + b) / 2;
+        Smp *m = f->fifo[mid];
+        if (s->ts < m->ts || (s->ts == m->ts && s->seq < m->seq))
+            b = mid;
+        else
+            a = mid + 1;
+    }
+    memmove(f->fifo + a + 1, f->fifo + a, (f->flen - a) * sizeof(Smp *));
+    f->fifo[a] = s;
+    f->flen++;
+    return 0;
+}
+
+static int entry_note(Task *t, Smp *s) {            /* FtraceFeed._entry */
+    if (t->nent && t->ent[t->nent - 1].cookie == s->cookie) {
+        if (s->ts < t->ent[t->nent - 1].first)
+            t->ent[t->nent - 1].first = s->ts;
+        return 0;
+    }
+    t->ent[t->nent++] = (Entry){s->cookie, s->ts};
+    if (t->nent > MAX_ENTRIES) {
+        memmove(t->ent, t->ent + 1, (t->nent - 1) * sizeof(Entry));
+        t->nent--;
+    }
+    return 0;
+}
+
+static void pend_clear(Pend *p) {
+    Py_CLEAR(p->kernel);
+    Py_CLEAR(p->ustack);
+    Py_CLEAR(p->rec);
+}
+
+/* FtraceFeed._close: open event k of CPU c has its companions: a Sample */
+static int close_pend(Feed *f, CpuSt *c, int k) {
+    Pend p = c->open[k];
+    memmove(c->open + k, c->open + k + 1, (c->n - k - 1) * sizeof(Pend));
+    c->n--;
+    Smp *s = PyMem_Calloc(1, sizeof(Smp));
+    if (!s) {
+        pend_clear(&p);
+        return PyErr_NoMemory(), -1;
+    }
+    s->tid = p.pid;
+    s->pid = p.has_tgid ? p.tgid : p.pid;
+    s->cpu = c->id;
+    s->ts = p.ts;
+    s->type = p.type;
+    s->kernel = p.kernel ? p.kernel : PyTuple_New(0);
+    p.kernel = NULL;
+    s->has_cookie = p.has_cookie;
+    s->cookie = p.cookie;
+    s->outcome = -1;
+    if (p.ustack && !p.has_cookie) {
+        s->user = p.ustack;
+        p.ustack = NULL;
+    }
+    if (!s->kernel) {
+        pend_clear(&p);
+        smp_free(s);
+        return -1;
+    }
+    if (s->has_cookie) {
+        Task *t = task(f, s->tid);
+        if (!t) {
+            pend_clear(&p);
+            smp_free(s);
+            return -1;
+        }
+        entry_note(t, s);
+    }
+    s->seq = ++f->seq;
+    if (fifo_insert(f, s) < 0) {
+        pend_clear(&p);
+        smp_free(s);
+        return -1;
+    }
+    int r = st_sample(f, s);
+    if (r == 0 && (p.role == R_EXIT || p.role == R_FORK)) {
+        I128 v = p.exit;
+        int has = p.has_exit;
+        if (p.rec) {                    /* Python reads the field (engine.SLOW) */
+            PyObject *o = slow(f, p.role == R_EXIT ? S_EXIT : S_FORK, p.rec);
+            if (!o)
+                r = -1;
+            else {
+                has = o != Py_None;
+                if (has && to_num(o, &v) < 0)
+                    r = -1;
+                Py_DECREF(o);
+            }
+        }
+        if (r == 0 && p.role == R_EXIT)
+            r = st_exit(f, v, p.ts);
+        else if (r == 0 && has) {
+            r = st_reuse(f, v);
+            Task *t = r == 0 ? map_get(&f->tasks, v) : NULL;
+            if (t)
+                t->nent = 0;            /* entries.pop(child) */
+        }
+    }
+    pend_clear(&p);
+    if (r < 0)
+        return -1;
+    return drain(f);
+}
+
+static int close_cpu(Feed *f, CpuSt *c) {
+    while (c->n)
+        if (close_pend(f, c, 0) < 0)
+            return -1;
+    return 0;
+}
+
+/* the open CPUs in the order the Python feed's `open` dict has them */
+static int open_order(Feed *f, int *idx) {
+    int n = 0;
+    for (int i = 0; i < f->nst; i++)
+        if (f->st[i].n)
+            idx[n++] = i;
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && f->st[idx[b]].ostamp < f->st[idx[b - 1]].ostamp; b--) {
+            int x = idx[b];
+            idx[b] = idx[b - 1];
+            idx[b - 1] = x;
+        }
+    return n;
+}
+
+static int flush_pid(Feed *f, I128 pid) {
+    int idx[f->nst > 0 ? f->nst : 1];
+    int n = open_order(f, idx);
+    for (int i = 0; i < n; i++) {
+        CpuSt *c = &f->st[idx[i]];
+        for (int k = 0; k < c->n;) {
+            if (c->open[k].pid == pid) {
+                if (close_pend(f, c, k) < 0)
+                    return -1;
+            } else {
+                k++;
+            }
+        }
+    }
+    return 0;
+}
+
+static void prune(Feed *f) {                       /* FtraceFeed._prune */
+    uint64_t lo = 0;
+    int any = pend_oldest(f, &lo);
+    for (size_t j = 0; j < f->tasks.cap; j++) {
+        if (!f->tasks.s[j].used)
+            continue;
+        Task *t = f->tasks.s[j].val;
+        for (Smp *s = t->qhead; s; s = s->qnext)
+            if (!any || s->ts < lo)
+                lo = s->ts, any = 1;
+        if (t->nent && (!any || t->ent[t->nent - 1].first < lo))
+            lo = t->ent[t->nent - 1].first, any = 1;
+    }
+    size_t from = f->nwin;
+    if (any) {
+        size_t a = 0, b = f->nwin;
+        while (a < b) {
+            size_t mid = (a + b) / 2;
+            if (f->win[mid].b < lo)
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        from = a;
+    }
+    memmove(f->win, f->win + from, (f->nwin - from) * sizeof(Window));
+    f->nwin -= from;
+    f->prune_at = 2 * f->nwin + 1024;
+}
+
+/* ---- one record ------------------------------------------------------------------------------ */
+/* a record as walker_next hands it out: copied, the walker already at the CPU's next one */
+typedef struct {
+    int cpu, index;                     /* the CPU number; its walker index */
+    uint64_t ts;
+    long long missed;
+    int64_t off;
+    const unsigned char *d;
+    uint32_t len;
+    int type, pid;
+    PyObject *obj;
+} Rec;
+
+static PyObject *rec_obj(Feed *f, void *rv) {
+    Rec *r = rv;
+    if (!r->obj)
+        r->obj = Py_BuildValue("(KiLiiLy#)", (unsigned long long)r->ts, r->cpu, r->missed,
+                               r->type, r->pid, (long long)r->off, r->d, (Py_ssize_t)r->len);
+    Py_XINCREF(r->obj);
+    return r->obj;
+}
+
+static PyObject *slow_rec(Feed *f, int kind, Rec *r) {
+    PyObject *o = rec_obj(f, r);
+    if (!o)
+        return NULL;
+    PyObject *v = slow(f, kind, o);
+    Py_DECREF(o);
+    return v;
+}
+
+/* FtraceFeed._owner: the newest open event of pid lacking this companion, or -1 */
+static int owner(CpuSt *c, int pid, int role) {
+    for (int k = c->n - 1; k >= 0; k--) {
+        Pend *p = &c->open[k];
+        if (p->pid == pid && (role == R_KERNEL ? !p->kernel : (!p->has_cookie && !p->ustack)))
+            return k;
+    }
+    return -1;
+}
+
+/* numbers read into a C array (a slow() list too); *n < 0: absent (None) */
+static int numbers(Feed *f, const Spec *s, Rec *r, int kind, I128 **out, int64_t *n) {
+    int64_t st;
+    int a = array(f, s, r->d, r->len, &st, n);
+    if (a == 0) {
+        *n = -1;
+        return 0;
+    }
+    if (a == 1) {
+        *out = PyMem_Malloc((*n ? *n : 1) * sizeof(I128));
+        if (!*out)
+            return PyErr_NoMemory(), -1;
+        for (int64_t i = 0; i < *n; i++)
+            (*out)[i] = elem_at(f->w, r->d + st + i * s->elem, s->elem, s->sign);
+        return 0;
+    }
+    PyObject *o = slow_rec(f, kind, r);
+    if (!o)
+        return -1;
+    if (o == Py_None) {
+        Py_DECREF(o);
+        *n = -1;
+        return 0;
+    }
+    PyObject *seq = PySequence_Fast(o, "slow(): a list expected");
+    Py_DECREF(o);
+    if (!seq)
+        return -1;
+    *n = PySequence_Fast_GET_SIZE(seq);
+    *out = PyMem_Malloc((*n ? *n : 1) * sizeof(I128));
+    if (!*out) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory(), -1;
+    }
+    for (int64_t i = 0; i < *n; i++)
+        if (to_num(PySequence_Fast_GET_ITEM(seq, i), &(*out)[i]) < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* FtraceFeed._path: a frame's file from inode_cache */
+static PyObject *path_of(Feed *f, int has_key, I128 key, int has_dev, I128 dev) {
+    if (!has_key || key == (I128)f->no_vma) {
+        Py_INCREF(f->no_file);
+        return f->no_file;
+    }
+    if (key == 0) {
+        Py_INCREF(f->anon);
+        return f->anon;
+    }
+    PyObject *k = num(key), *d = has_dev ? num(dev) : (Py_INCREF(Py_None), Py_None);
+    if (!k || !d) {
+        Py_XDECREF(k);
+        Py_XDECREF(d);
+        return NULL;
+    }
+    PyObject *t = PyTuple_Pack(2, k, d);
+    PyObject *p = t ? PyDict_GetItemWithError(f->paths, t) : NULL;
+    Py_XDECREF(t);
+    if (!p && !PyErr_Occurred()) {
+        t = PyTuple_Pack(2, k, Py_None);
+        p = t ? PyDict_GetItemWithError(f->paths, t) : NULL;
+        Py_XDECREF(t);
+    }
+    if (p) {
+        Py_INCREF(p);
+    } else if (!PyErr_Occurred()) {
+        f->anom[A_NO_INODE]++;
+        p = PyObject_CallFunctionObjArgs(f->unknown_path, k, d, NULL);
+    }
+    Py_DECREF(k);
+    Py_DECREF(d);
+    return p;
+}
+
+static int unwind_stack(Feed *f, const TypeInfo *ti, Rec *r) {   /* FtraceFeed._unwind_stack */
+    I128 pid = r->pid, cookie = 0;
+    if (flush_pid(f, pid) < 0)
+        return -1;
+    I128 *stack = NULL, *keys = NULL, *devs = NULL;
+    int64_t ns, nk = -1, nd;
+    PyObject *frames = NULL;
+    int ret = -1;
+    if (numbers(f, &ti->f[1], r, S_STACK, &stack, &ns) < 0)
+        goto out;
+    if (ns < 0)
+        ns = 0;
+    if (numbers(f, &ti->f[2], r, S_KEYS, &keys, &nk) < 0)   /* inodes, hashes or hash */
+        goto out;
+    if (numbers(f, &ti->f[3], r, S_DEVS, &devs, &nd) < 0)
+        goto out;
+    frames = PyTuple_New(ns);
+    if (!frames)
+        goto out;
+    for (int64_t i = 0; i < ns; i++) {
+        PyObject *path = path_of(f, keys && i < nk, keys && i < nk ? keys[i] : 0,
+                                 devs && i < nd, devs && i < nd ? devs[i] : 0);
+        PyObject *off = path ? num(stack[i]) : NULL;
+        PyObject *fr = off ? PyTuple_Pack(2, path, off) : NULL;
+        Py_XDECREF(path);
+        Py_XDECREF(off);
+        if (!fr)
+            goto out;
+        PyTuple_SET_ITEM(frames, i, fr);
+    }
+    int got = scalar(f, &ti->f[0], r->d, r->len, &cookie);
+    if (got != 1) {
+        PyObject *o = slow_rec(f, S_COOKIE, r);
+        if (!o || to_num(o, &cookie) < 0) {
+            Py_XDECREF(o);
+            goto out;
+        }
+        Py_DECREF(o);
+    }
+    f->stacks_fed++;
+    if (st_deferred(f, pid, cookie, r->ts, frames) < 0)
+        goto out;
+    Task *t = map_get(&f->tasks, pid);
+    if (t && t->nent) {                 /* the entries before this stack's are over */
+        int i = 0;
+        while (i < t->nent && t->ent[i].cookie != cookie)
+            i++;
+        if (i > 0 && i < t->nent) {
+            memmove(t->ent, t->ent + i, (t->nent - i) * sizeof(Entry));
+            t->nent -= i;
+        }
+    }
+    ret = drain(f);
+out:
+    PyMem_Free(stack);
+    PyMem_Free(keys);
+    PyMem_Free(devs);
+    Py_XDECREF(frames);
+    return ret;
+}
+
+static int companion(Feed *f, const TypeInfo *ti, CpuSt *c, Rec *r) {
+    int k = owner(c, r->pid, ti->role);
+    if (k < 0) {
+        f->anom[ti->role == R_KERNEL ? A_KS_ALONE : ti->role == R_COOKIE ? A_COOKIE_ALONE
+                                                                          : A_USTACK_ALONE]++;
+        return 0;
+    }
+    Pend *p = &c->open[k];
+    if (ti->role == R_KERNEL) {
+        PyObject *kf = kernel_frames(f, ti, r->d, r->len, rec_obj, r);
+        if (!kf)
+            return -1;
+        p->kernel = kf;
+        return 0;
+    }
+    if (ti->role == R_COOKIE) {
+        I128 v;
+        if (scalar(f, &ti->f[0], r->d, r->len, &v) != 1) {
+            PyObject *o = slow_rec(f, S_COOKIE, r);
+            if (!o || to_num(o, &v) < 0) {
+                Py_XDECREF(o);
+                return -1;
+            }
+            Py_DECREF(o);
+        }
+        p->cookie = v;
+        p->has_cookie = 1;
+    } else {
+        const Spec *cs = &ti->f[0];
+        int64_t st, n;
+        int a = array(f, cs, r->d, r->len, &st, &n);
+        PyObject *us = a == 1 ? trimmed(f, r->d + st, n, cs->elem, cs->sign, 1)
+                     : a == 0 ? PyTuple_New(0) : slow_rec(f, S_UCALLERS, r);
+        if (!us)
+            return -1;
+        p->ustack = us;
+        I128 v;
+        int g = scalar(f, &ti->f[1], r->d, r->len, &v);
+        if (g < 0) {
+            PyObject *o = slow_rec(f, S_TGID, r);
+            if (!o)
+                return -1;
+            g = o != Py_None;
+            if (g && to_num(o, &v) < 0) {
+                Py_DECREF(o);
+                return -1;
+            }
+            Py_DECREF(o);
+        }
+        p->has_tgid = g;
+        p->tgid = v;
+    }
+    return close_pend(f, c, k);
+}
+
+static int event(Feed *f, Rec *r) {                                /* FtraceFeed.event */
+    const TypeInfo *ti = r->type >= 0 && r->type < f->ntypes && f->types[r->type].role >= 0
+                         ? &f->types[r->type] : NULL;
+    if (ti)
+        f->counts[r->type]++;
+    else {
+        f->counts_none++;
+        f->anom[A_NOTYPE]++;
+    }
+    CpuSt *c = &f->st[f->st_of[r->index]];
+    int ret = 0;
+    if (r->missed) {
+        if (close_cpu(f, c) < 0)
+            return -1;
+        long long m = r->missed;
+        f->lost_seq++;
+        f->lost_records++;
+        unsigned long long add = m > 0 ? (unsigned long long)m : 0;
+        f->lost_events = add > UINT64_MAX - f->lost_events ? UINT64_MAX : f->lost_events + add;
+        if (grow((void **)&f->win, &f->wcap, f->nwin + 1, sizeof(Window)) < 0)
+            return -1;
+        f->win[f->nwin++] = (Window){r->ts, c->last, c->has_last};
+        if (f->nwin > f->prune_at)
+            prune(f);
+        if (m > 0)
+            f->buf_lost_events += (unsigned long long)m;
+        else
+            f->anom[A_NOCOUNT]++;
+    }
+    c->last = r->ts;
+    c->has_last = 1;
+    int role = ti ? ti->role : R_PLAIN;
+    if (role == R_KERNEL || role == R_COOKIE || role == R_USTACK) {
+        ret = companion(f, ti, c, r);
+    } else if (role == R_UNWIND) {
+        ret = unwind_stack(f, ti, r);
+    } else if (role == R_INODE) {
+        if (flush(f) < 0)               /* the sink names with the paths known so far */
+            ret = -1;
+        else {
+            PyObject *o = slow_rec(f, S_INODE, r);
+            ret = o ? 0 : -1;
+            Py_XDECREF(o);
+        }
+    } else {
+        if (!c->n)
+            c->ostamp = ++f->stamp;
+        Pend *p = &c->open[c->n++];
+        memset(p, 0, sizeof *p);
+        p->ts = r->ts;
+        p->pid = r->pid;
+        p->type = r->type;
+        p->role = role;
+        if (role == R_EXIT || role == R_FORK) {
+            int g = scalar(f, &ti->f[0], r->d, r->len, &p->exit);
+            if (g < 0) {
+                p->rec = rec_obj(f, r);
+                if (!p->rec)
+                    ret = -1;
+            } else if (g == 0 && role == R_EXIT) {
+                p->exit = r->pid;       /* number("pid", ev.pid) */
+                p->has_exit = 1;
+            } else {
+                p->has_exit = g;
+            }
+        }
+        if (ret == 0 && c->n > MAX_NEST)
+            ret = close_pend(f, c, 0);
+    }
+    Py_CLEAR(r->obj);
+    return ret;
+}
+
+/* ---- the Python type ------------------------------------------------------------------------- */
+static int spec_of(PyObject *o, Spec *s) {
+    memset(s, 0, sizeof *s);
+    if (o == Py_None)
+        return 0;
+    if (!PyArg_ParseTuple(o, "iiiiii", &s->kind, &s->off, &s->size, &s->elem, &s->sign, &s->rel))
+        return -1;
+    if ((s->kind == F_SCALAR && s->size != 1 && s->size != 2 && s->size != 4 && s->size != 8) ||
+        ((s->kind == F_STATIC || s->kind == F_DYNAMIC) && s->elem != 1 && s->elem != 2 &&
+         s->elem != 4 && s->elem != 8) || s->off < 0 || s->size < 0) {
+        PyErr_SetString(PyExc_ValueError, "Feed: a field spec C cannot read");
+        return -1;
+    }
+    return 0;
+}
+
+/* Feed(walker, {type id: (role, specs)}, max id, peek ids, mode, sink, slow, paths, no_file,
+ *      anon, unknown_path, max_pending, exit_grace) */
+static int feed_init(Feed *f, PyObject *args, PyObject *kw) {
+    PyObject *types, *peek;
+    long long grace;
+    if (!PyArg_ParseTuple(args, "O!O!iO!iOOO!UUOLL", &WalkerType, &f->w, &PyDict_Type, &types,
+                          &f->ntypes, &PyList_Type, &peek, &f->mode, &f->sink, &f->slow,
+                          &PyDict_Type, &f->paths, &f->no_file, &f->anon, &f->unknown_path,
+                          &f->max_pending, &grace))
+        return -1;
+    Py_INCREF(f->w);
+    Py_INCREF(f->sink);
+    Py_INCREF(f->slow);
+    Py_INCREF(f->paths);
+    Py_INCREF(f->no_file);
+    Py_INCREF(f->anon);
+    Py_INCREF(f->unknown_path);
+    f->exit_grace = grace;
+    f->no_vma = f->w->long8 ? UINT64_MAX : 0xFFFFFFFFULL;
+    if (f->ntypes < 0 || f->ntypes > 1 << 20) {
+        PyErr_SetString(PyExc_ValueError, "Feed: type ids");
+        return -1;
+    }
+    f->ntypes++;
+    f->types = PyMem_Calloc(f->ntypes, sizeof(TypeInfo));
+    f->counts = PyMem_Calloc(f->ntypes, sizeof(uint64_t));
+    if (!f->types || !f->counts)
+        return PyErr_NoMemory(), -1;
+    for (int i = 0; i < f->ntypes; i++)
+        f->types[i].role = -1;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(types, &pos, &k, &v)) {
+        long id = PyLong_AsLong(k);
+        PyObject *specs;
+        int role;
+        if ((id == -1 && PyErr_Occurred()) || !PyArg_ParseTuple(v, "iO!", &role, &PyTuple_Type, &specs))
+            return -1;
+        if (id < 0 || id >= f->ntypes || PyTuple_GET_SIZE(specs) > 4) {
+            PyErr_SetString(PyExc_ValueError, "Feed: a type id out of range");
+            return -1;
+        }
+        f->types[id].role = role;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(specs); i++)
+            if (spec_of(PyTuple_GET_ITEM(specs, i), &f->types[id].f[i]) < 0)
+                return -1;
+    }
+    f->npeek = (int)PyList_GET_SIZE(peek);
+    f->peek_ids = PyMem_Calloc(f->npeek ? f->npeek : 1, sizeof(int));
+    int nc = f->w->ncpus;
+    f->st = PyMem_Calloc(nc ? nc : 1, sizeof(CpuSt));
+    f->st_of = PyMem_Calloc(nc ? nc : 1, sizeof(int));
+    if (!f->peek_ids || !f->st || !f->st_of)
+        return PyErr_NoMemory(), -1;
+    for (int i = 0; i < f->npeek; i++) {
+        f->peek_ids[i] = (int)PyLong_AsLong(PyList_GET_ITEM(peek, i));
+        if (f->peek_ids[i] == -1 && PyErr_Occurred())
+            return -1;
+    }
+    for (int i = 0; i < nc; i++) {      /* one state per CPU number, as the feed keys them */
+        int j = 0;
+        while (j < f->nst && f->st[j].id != f->w->cpus[i].id)
+            j++;
+        if (j == f->nst)
+            f->st[f->nst++].id = f->w->cpus[i].id;
+        f->st_of[i] = j;
+    }
+    f->prune_at = 1024;
+    f->scratch = PyMem_Malloc(f->w->page_size);
+    if (!f->scratch)
+        return PyErr_NoMemory(), -1;
+    f->first_unmatched = PyList_New(0);
+    f->orphans = PyList_New(0);
+    f->batch = PyList_New(0);
+    return f->first_unmatched && f->orphans && f->batch ? 0 : -1;
+}
+
+/* run(): every record to the end (None), or the exception (Damaged, slow()'s FormatError) */
+static PyObject *feed_run(Feed *f, PyObject *unused) {
+    if (f->finished) {
+        PyErr_SetString(PyExc_RuntimeError, "Feed: already finished");
+        return NULL;
+    }
+    Walker *w = f->w;
+    for (;;) {
+        Cpu *best;
+        int got = td_pick(w, &best);
+        if (got < 0)
+            return NULL;            /* finish() hands on what is batched, then the rest */
+        if (!got)
+            break;
+        const unsigned char *p = best->buf + w->start + best->rec_index;
+        memcpy(f->scratch, p, best->rec_size);
+        Rec r = {best->id, (int)(best - w->cpus), best->rec_ts, best->rec_missed, best->rec_off,
+                 f->scratch, best->rec_size, td_type(w, p), td_pid(w, p), NULL};
+        best->records++;
+        td_advance(w, best);            /* as walker_next: the CPU holds its next record */
+        if (event(f, &r) < 0)
+            return NULL;
+    }
+    if (flush(f) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static int cmp_stamp(const void *a, const void *b) {
+    uint64_t x = (*(Task *const *)a)->pstamp, y = (*(Task *const *)b)->pstamp;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_sstamp(const void *a, const void *b) {
+    uint64_t x = (*(Task *const *)a)->sstamp, y = (*(Task *const *)b)->sstamp;
+    return x < y ? -1 : x > y;
+}
+
+/* finish(): FtraceFeed.finish + Stitcher.finish, then the last of the FIFO */
+static PyObject *feed_finish(Feed *f, PyObject *unused) {
+    if (f->finished)
+        Py_RETURN_NONE;
+    f->finished = 1;
+    int idx[f->nst > 0 ? f->nst : 1];
+    int n = open_order(f, idx);
+    for (int i = 0; i < n; i++)
+        if (close_cpu(f, &f->st[idx[i]]) < 0)
+            return NULL;
+    while (f->exlen) {
+        I128 tid = f->ex[f->exhead].tid;
+        f->exhead++;
+        f->exlen--;
+        if (exited_now(f, tid) < 0)
+            return NULL;
+    }
+    size_t nt = 0;
+    Task **ts = PyMem_Malloc((f->tasks.n ? f->tasks.n : 1) * sizeof(Task *));
+    if (!ts)
+        return PyErr_NoMemory();
+    for (size_t j = 0; j < f->tasks.cap; j++)
+        if (f->tasks.s[j].used && ((Task *)f->tasks.s[j].val)->qhead)
+            ts[nt++] = f->tasks.s[j].val;
+    qsort(ts, nt, sizeof(Task *), cmp_stamp);
+    for (size_t i = 0; i < nt; i++)
+        for (Smp *s = take_queue(f, ts[i]), *nx; s; s = nx) {
+            nx = s->qnext;
+            if (resolve(f, s, K_ENDED) < 0) {
+                PyMem_Free(ts);
+                return NULL;
+            }
+        }
+    while (f->olen) {
+        order_drop(f, f->order[f->ohead]);
+        f->ohead++;
+        f->olen--;
+    }
+    nt = 0;
+    for (size_t j = 0; j < f->tasks.cap; j++)
+        if (f->tasks.s[j].used && ((Task *)f->tasks.s[j].val)->stack)
+            ts[nt++] = f->tasks.s[j].val;
+    qsort(ts, nt, sizeof(Task *), cmp_sstamp);
+    for (size_t i = 0; i < nt; i++) {
+        Stk *st = ts[i]->stack;
+        ts[i]->stack = NULL;
+        ts[i]->sstamp = 0;
+        int r = retire(f, ts[i]->tid, st);
+        stk_free(st);
+        if (r < 0) {
+            PyMem_Free(ts);
+            return NULL;
+        }
+    }
+    PyMem_Free(ts);
+    if (drain(f) < 0 || flush(f) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* counts(): what the report needs, for engine.py to fill a StitchReport */
+static PyObject *feed_counts(Feed *f, PyObject *unused) {
+    PyObject *unm = PyList_New(NKEYS), *cells = PyList_New(f->ncells), *types = PyDict_New(),
+             *anom = PyList_New(NANOM);
+    if (!unm || !cells || !types || !anom)
+        goto fail;
+    for (int i = 0; i < NKEYS; i++)
+        PyList_SET_ITEM(unm, i, PyLong_FromUnsignedLongLong(f->unmatched[i]));
+    for (int i = 0; i < NANOM; i++)
+        PyList_SET_ITEM(anom, i, PyLong_FromUnsignedLongLong(f->anom[i]));
+    for (size_t i = 0; i < f->ncells; i++)
+        PyList_SET_ITEM(cells, i, Py_BuildValue("(NiiL)", num(f->cells[i].tid), f->cells[i].cpu,
+                                                f->cells[i].key, f->cells[i].n));
+    for (int i = 0; i < f->ntypes; i++)
+        if (f->counts[i]) {
+            PyObject *k = PyLong_FromLong(i), *v = PyLong_FromUnsignedLongLong(f->counts[i]);
+            if (!k || !v || PyDict_SetItem(types, k, v) < 0) {
+                Py_XDECREF(k);
+                Py_XDECREF(v);
+                goto fail;
+            }
+            Py_DECREF(k);
+            Py_DECREF(v);
+        }
+    PyObject *lost = PyNumber_Lshift(PyLong_FromUnsignedLongLong((unsigned long long)(f->buf_lost_events >> 64)),
+                                     PyLong_FromLong(64));
+    if (lost) {
+        PyObject *lo = PyLong_FromUnsignedLongLong((unsigned long long)f->buf_lost_events);
+        PyObject *sum = lo ? PyNumber_Add(lost, lo) : NULL;
+        Py_XDECREF(lo);
+        Py_DECREF(lost);
+        lost = sum;
+    }
+    if (!lost)
+        goto fail;
+    return Py_BuildValue(
+        "{sKsKsKsKsNsKsKsKsKsKsKsLsOsOsNsNsKsNsN}", "samples", f->samples, "stitched", f->stitched,
+        "stitched_after_stack", f->after, "passed", f->passed, "unmatched", unm,
+        "deferred_records", f->deferred, "duplicate_deferred", f->duplicate,
+        "orphan_deferred", f->orphans_n, "lost_records", f->lost_records,
+        "lost_events", f->lost_events, "stacks", f->stacks_fed, "max_pending",
+        f->max_pending_seen, "first_unmatched", f->first_unmatched, "orphans", f->orphans,
+        "cells", cells, "types", types, "untyped", f->counts_none, "anomalies", anom,
+        "buffer_lost_events", lost);
+fail:
+    Py_XDECREF(unm);
+    Py_XDECREF(cells);
+    Py_XDECREF(types);
+    Py_XDECREF(anom);
+    return NULL;
+}
+
+static void feed_dealloc(Feed *f) {
+    for (int i = 0; i < f->nst; i++)
+        for (int k = 0; k < f->st[i].n; k++)
+            pend_clear(&f->st[i].open[k]);
+    for (size_t i = f->fhead; i < f->flen; i++)
+        if (f->fifo[i]) {
+            f->fifo[i]->handed = 1;
+            if (!f->fifo[i]->in_order)
+                smp_free(f->fifo[i]);
+        }
+    for (size_t i = 0; i < f->olen; i++) {
+        Smp *s = f->order[f->ohead + i];
+        s->in_order = 0;
+        if (s->handed)
+            smp_free(s);
+    }
+    for (size_t j = 0; j < f->tasks.cap; j++)
+        if (f->tasks.s[j].used) {
+            Task *t = f->tasks.s[j].val;
+            /* its pending samples are in the FIFO, freed there */
+            stk_free(t->stack);
+            PyMem_Free(t);
+        }
+    PyMem_Free(f->tasks.s);
+    PyMem_Free(f->cellmap.s);
+    PyMem_Free(f->cells);
+    PyMem_Free(f->fifo);
+    PyMem_Free(f->order);
+    PyMem_Free(f->ex);
+    PyMem_Free(f->win);
+    PyMem_Free(f->types);
+    PyMem_Free(f->counts);
+    PyMem_Free(f->st);
+    PyMem_Free(f->st_of);
+    PyMem_Free(f->peek_ids);
+    PyMem_Free(f->scratch);
+    Py_XDECREF(f->w);
+    Py_XDECREF(f->sink);
+    Py_XDECREF(f->slow);
+    Py_XDECREF(f->paths);
+    Py_XDECREF(f->no_file);
+    Py_XDECREF(f->anon);
+    Py_XDECREF(f->unknown_path);
+    Py_XDECREF(f->first_unmatched);
+    Py_XDECREF(f->orphans);
+    Py_XDECREF(f->batch);
+    Py_XDECREF(f->last_frames);
+    Py_TYPE(f)->tp_free((PyObject *)f);
+}
+
+static PyMethodDef feed_methods[] = {
+    {"run", (PyCFunction)feed_run, METH_NOARGS, "every record to the end"},
+    {"finish", (PyCFunction)feed_finish, METH_NOARGS, "close what is open, resolve the rest"},
+    {"counts", (PyCFunction)feed_counts, METH_NOARGS, "the report's counts"},
+    {NULL}
+};
+
+static PyTypeObject FeedType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "deferstitch._tracedat.Feed",
+    .tp_basicsize = sizeof(Feed),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "reader.FtraceFeed and the stitcher's cookie rules over a Walker, in C.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)feed_init,
+    .tp_dealloc = (destructor)feed_dealloc,
+    .tp_methods = feed_methods,
+};
+
+PyObject *td_feed_type(void) {
+    return PyType_Ready(&FeedType) < 0 ? NULL : (PyObject *)&FeedType;
+}

@@ -1,0 +1,236 @@
+"""reader.FtraceFeed on the C engine (``_tracedat.Feed``, deferstitch/_tracefeed.c): the same
+samples in the same order, the same report, at the speed of the page reader.
+
+    feed(trace, ...)    an EngineFeed where the engine can read the file (one buffer, walked
+                        by our page reader: pages.walker), else the Python FtraceFeed
+
+The Python feed stays the definition (and the trace-cmd plugin's). The engine reads a field
+itself only where bridge.Field would take its fast branch; any other field, and every
+inode_cache record, it hands to ``_slow`` below, which reads it with the Python feed's own
+code, so a value or a FormatError is the same on both paths. tests/test_tracecmd_engine.py
+holds the two to the same bytes on every trace.dat of the tests. ``DEFERSTITCH_TRACE_FEED=python``
+keeps the Python feed over our page reader; ``DEFERSTITCH_ACCEL=0`` keeps libtracecmd reading.
+"""
+import os
+from collections import Counter
+
+from ..model import OUTCOME_KEYS, PASSED, STITCHED, UNMATCHED, Sample
+from ..stitcher import DEFAULT_EXIT_GRACE, DEFAULT_MAX_PENDING
+from . import pages, reader
+from .bridge import TOP, Event, _INT
+from ._ffi import TEP_FIELD_IS_RELATIVE
+
+# roles and slow() kinds: the enums of _tracefeed.c, in their order
+R_PLAIN, R_KERNEL, R_COOKIE, R_USTACK, R_UNWIND, R_INODE, R_EXIT, R_FORK = range(8)
+F_ABSENT, F_SLOW, F_SCALAR, F_STATIC, F_DYNAMIC = range(5)
+MODE_NONE, MODE_SAMPLES, MODE_RESOLVED = range(3)
+ANOMALIES = ("events of a type with no event format", "missed events without a count",
+             "kernel_stack without its event", "user_unwind_cookie without its event",
+             "user_stack without its event", "inode not in inode_cache")
+ROLES = {reader.KERNEL_STACK: R_KERNEL, reader.COOKIE: R_COOKIE, reader.USER_STACK: R_USTACK,
+         reader.UNWIND_STACK: R_UNWIND, ("sched", "sched_process_exit"): R_EXIT,
+         ("sched", "sched_process_fork"): R_FORK}
+# the fields each role reads, in the order _tracefeed.c takes them (Spec f[0..3])
+FIELDS = {R_KERNEL: ("size", "caller"), R_COOKIE: ("cookie",), R_USTACK: ("caller", "tgid"),
+          R_UNWIND: ("cookie", "stack", None, "dev"), R_EXIT: ("pid",), R_FORK: ("child_pid",)}
+
+
+class _NoType:
+    """The ref of a sample whose record has a type with no format (as Event.system/name)."""
+    system = name = None
+
+
+def usable(trace):
+    """The engine reads this file: built, allowed, one buffer, our page reader walking it."""
+    h = trace._h
+    return (pages.available() and hasattr(pages._tracedat, "Feed") and pages.accel_allowed()
+            and os.environ.get("DEFERSTITCH_TRACE_FEED") != "python"
+            and len(trace.handles) == 1 and not trace.unreadable
+            and getattr(h, "_walk", None) is not None)
+
+
+def feed(trace, resolved=None, sample=None, stitched=None, max_pending=DEFAULT_MAX_PENDING,
+         exit_grace=DEFAULT_EXIT_GRACE, python=False):
+    """The feed of ``trace``: ``sample(s)`` in time order, ``stitched(frames, n)`` for n
+    stitched samples given those user frames (as they are resolved), as reader.FtraceFeed's
+    ``sample`` and ``resolved``. ``resolved`` (a Sample each) and ``python``: the Python feed."""
+    if resolved is None and not python and usable(trace):
+        return EngineFeed(trace, sample, stitched, max_pending, exit_grace)
+    if stitched is not None:
+        inner = resolved
+
+        def resolved(s):
+            if s.outcome == STITCHED:
+                stitched(s.user, 1)
+            if inner is not None:
+                inner(s)
+    return reader.FtraceFeed(resolved=resolved, sample=sample, max_pending=max_pending,
+                             exit_grace=exit_grace, **trace.feed_args())
+
+
+def _spec(f):
+    """How _tracefeed.c reads a bridge.Field: (kind, offset, size, elem, signed, relative)."""
+    if f is None:
+        return None
+    d = f.desc
+    rel = int(bool(d.flags & TEP_FIELD_IS_RELATIVE) or (f.type or "").startswith("__rel_loc"))
+    if f.unpack is not None:
+        kind = F_SCALAR
+    elif f.is_string or _INT.get(f.elem) is None or d.offset < 0:
+        kind = F_SLOW
+    elif f.dynamic:
+        kind = F_DYNAMIC
+    elif f.count:
+        kind = F_STATIC
+    else:
+        kind = F_SLOW
+    return (kind, max(d.offset, 0), max(d.size, 0), f.elem or 1, int(f.signed), rel)
+
+
+def _types(trace):
+    """{type id: (role, field specs)} for every format of the file."""
+    out = {}
+    for tid, t in trace.types.items():
+        role = ROLES.get(t.key, R_INODE if t.system == reader.INODE_CACHE else R_PLAIN)
+        names = FIELDS.get(role, ())
+        if role == R_UNWIND:        # the frames' keys: inodes, else hashes, else hash
+            key = next((n for n in ("inodes", "hashes", "hash") if n in t.fields), None)
+            names = ("cookie", "stack", key, "dev")
+        out[tid] = (role, tuple(_spec(t.fields.get(n)) if n else None for n in names))
+    return out
+
+
+class EngineFeed:
+    """FtraceFeed's interface (run, finish, report, paths) over the C engine."""
+
+    def __init__(self, trace, sample, stitched, max_pending, exit_grace):
+        self.trace = trace
+        self.on_sample, self.on_stitched = sample, stitched
+        self.paths = {}
+        self.anomalies = Counter()      # what _slow's Python counts (FtraceFeed._inode)
+        self.report = reader.StitchReport()
+        self.report.source = "ftrace"
+        self._py = reader.FtraceFeed(long_size=trace.long_size)     # its field readers
+        self._py.paths, self._py.anomalies = self.paths, self.anomalies
+        h = trace._h
+        self._h = h
+        types = _types(trace)
+        mode = MODE_SAMPLES if sample else MODE_RESOLVED if stitched else MODE_NONE
+        sink = self._samples if sample else self._stitched
+        self._c = pages._tracedat.Feed(
+            h._walk, types, max(types, default=0), [h._ids.get(i, i) for i in range(h.cpus)],
+            mode, sink, self._slow, self.paths, reader.NO_FILE, reader.ANON, self._unknown,
+            max_pending, exit_grace)
+        self._comm = trace.comm
+        self._refs = {tid: t for tid, t in trace.types.items()}
+        self._done = False
+
+    # -- the loop -----------------------------------------------------------------------------
+    def run(self, events=None):
+        """Every record (``events`` is the trace: the engine walks its pages itself)."""
+        w = self._h._walk
+        try:
+            self._c.run()
+        except pages.Damaged as err:
+            self._h.records = w.records
+            self._h._unchanged()
+            raise self._h._damaged(*err.args) from None
+        self._h.records = w.records
+        return self.finish()
+
+    def finish(self):
+        if self._done:
+            return self.report
+        self._done = True
+        self._c.finish()
+        self._fill(self._c.counts())
+        return self.report
+
+    # -- what Python reads for the engine -------------------------------------------------------
+    def _slow(self, kind, rec):
+        """A field the engine does not read itself, read as the Python feed reads it."""
+        ts, cpu, missed, type_id, pid, offset, data = rec
+        t = self.trace
+        ev = Event(t, t.types.get(type_id), ts, cpu, missed, pid, offset, data, t.comm(pid), TOP)
+        py = self._py
+        if kind == 0:
+            return py._kernel(ev)
+        if kind == 1:
+            return ev.number("cookie")
+        if kind == 2:
+            callers = ev.numbers("caller", None) or []
+            return tuple((None, a) for a in reader._trim(callers, py.no_vma))
+        if kind == 3:
+            return ev.number("tgid", None)
+        if kind == 4:
+            return ev.numbers("stack", None) or []
+        if kind == 5:
+            for name in ("inodes", "hashes", "hash"):
+                if name in ev:
+                    return ev.numbers(name)
+            return None
+        if kind == 6:
+            return ev.numbers("dev", None)
+        if kind == 7:
+            py._inode(ev)
+            return None
+        if kind == 8:
+            return ev.number("pid", ev.pid)
+        return ev.number("child_pid", None)
+
+    def _unknown(self, key, dev):
+        """The frame file of an inode inode_cache never named (FtraceFeed._path)."""
+        return "[inode %d%s]" % (key, "" if dev is None else " dev " + reader.dev_name(dev))
+
+    # -- outputs ------------------------------------------------------------------------------
+    def _samples(self, batch):
+        on, comm, refs = self.on_sample, self._comm, self._refs
+        for tid, pid, cpu, ts, type_id, kernel, user, key, after, cookie in batch:
+            s = Sample(tid, pid, cpu, ts, kernel, cookie, refs.get(type_id, _NoType), comm(tid))
+            outcome = OUTCOME_KEYS[key]
+            if key > 1:
+                s.outcome, s.reason = UNMATCHED, outcome
+            else:
+                s.outcome = outcome
+            s.user = user
+            s.after_stack = after
+            on(s)
+
+    def _stitched(self, batch):
+        on = self.on_stitched
+        if on is not None:
+            for frames, n in batch:
+                on(frames, n)
+
+    def _fill(self, c):
+        """The StitchReport and the ftrace counters of FtraceFeed.finish, from the engine's."""
+        rep = self.report
+        for k in ("samples", "stitched", "stitched_after_stack", "passed", "deferred_records",
+                  "duplicate_deferred", "orphan_deferred", "lost_records", "lost_events",
+                  "max_pending"):
+            setattr(rep, k, c[k])
+        unmatched = Counter({OUTCOME_KEYS[k]: n for k, n in enumerate(c["unmatched"]) if n})
+        rep.unmatched = unmatched
+        rep.first_unmatched = [(t, tid, cookie, OUTCOME_KEYS[k])
+                               for t, tid, cookie, k in c["first_unmatched"]]
+        rep.orphans = list(c["orphans"])
+        comm = self._comm
+        for tid, cpu, k, n in c["cells"]:
+            rep._cells[(tid, cpu, OUTCOME_KEYS[k])] = n
+            rep._comms[tid] = comm(tid)
+        events = Counter()
+        for type_id, n in c["types"].items():
+            events["%s:%s" % self.trace.types[type_id].key] += n
+        if c["untyped"]:
+            events["%s:%s" % reader._NO_KEY] += c["untyped"]
+        anomalies = Counter(self.anomalies)
+        for name, n in zip(ANOMALIES, c["anomalies"]):
+            if n:
+                anomalies[name] += n
+        top = {"samples": c["samples"], "stitched": c["stitched"],
+               "stitched_after_stack": c["stitched_after_stack"], "passed": c["passed"],
+               "unmatched": dict(sorted(unmatched.items())), "deferred_records": c["stacks"],
+               "lost_records": c["lost_records"], "lost_events": c["buffer_lost_events"]}
+        rep.extra.update({"events": dict(sorted(events.items())),
+                          "ftrace_anomalies": dict(sorted(anomalies.items())),
+                          "inode_cache_entries": len(self.paths), "buffers": {TOP: top}})
