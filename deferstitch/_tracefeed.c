@@ -25,12 +25,14 @@ typedef __int128 I128;
 enum { R_PLAIN, R_KERNEL, R_COOKIE, R_USTACK, R_UNWIND, R_INODE, R_EXIT, R_FORK };
 /* slow(kind, record): what Python reads where C does not (engine.py SLOW, same order) */
 enum { S_KERNEL, S_COOKIE, S_UCALLERS, S_TGID, S_STACK, S_KEYS, S_DEVS, S_INODE, S_EXIT, S_FORK };
-/* field specs: absent, Python's, a number at a fixed place, a static array, a __data_loc array */
-enum { F_ABSENT, F_SLOW, F_SCALAR, F_STATIC, F_DYNAMIC };
+/* field specs: absent, Python's, a number at a fixed place, a static array, a __data_loc array,
+ * a string (char[N] or __data_loc char[]) */
+enum { F_ABSENT, F_SLOW, F_SCALAR, F_STATIC, F_DYNAMIC, F_STRING, F_DYNSTRING };
 /* model.OUTCOME_KEYS */
 enum { K_STITCHED, K_PASSED, K_LOST, K_LOST_AFTER, K_EXITED, K_ENDED, K_EVICTED, NKEYS };
 /* the anomalies counted here (engine.py ANOMALIES, same order) */
-enum { A_NOTYPE, A_NOCOUNT, A_KS_ALONE, A_COOKIE_ALONE, A_USTACK_ALONE, A_NO_INODE, NANOM };
+enum { A_NOTYPE, A_NOCOUNT, A_KS_ALONE, A_COOKIE_ALONE, A_USTACK_ALONE, A_NO_INODE, A_NO_KEY,
+       NANOM };
 enum { MODE_NONE, MODE_SAMPLES, MODE_RESOLVED };
 #define MAX_NEST 4
 #define MAX_ENTRIES 64
@@ -271,6 +273,32 @@ static int array(const Feed *f, const Spec *s, const unsigned char *d, uint32_t 
     *start = st;
     *n = length / s->elem;
     return 1;
+}
+
+/* Event.text(): a new str, Py_None absent (the caller's default), NULL: Python's to read */
+static PyObject *text(const Feed *f, const Spec *s, const unsigned char *d, uint32_t len) {
+    if (s->kind == F_ABSENT)
+        Py_RETURN_NONE;
+    int64_t st, length;
+    if (s->kind == F_STRING) {
+        st = s->off;
+        length = s->size;
+    } else if (s->kind == F_DYNSTRING) {
+        if ((int64_t)s->off + 4 > len)
+            return NULL;
+        uint32_t v = rd4(f->w, d + s->off);
+        st = v & 0xFFFF;
+        length = v >> 16;
+        if (s->rel)
+            st += s->off + s->size;
+    } else {
+        return NULL;
+    }
+    int64_t end = st + length > len ? len : st + length;   /* data[start:start + length] */
+    if (st > end)
+        st = end;
+    const unsigned char *nul = memchr(d + st, 0, (size_t)(end - st));
+    return PyUnicode_DecodeUTF8((const char *)d + st, (nul ? nul - (d + st) : end - st), "replace");
 }
 
 static PyObject *slow(Feed *f, int kind, PyObject *rec) {
@@ -1184,6 +1212,41 @@ static int companion(Feed *f, const TypeInfo *ti, CpuSt *c, Rec *r) {
     return close_pend(f, c, k);
 }
 
+/* FtraceFeed._inode: paths[(inode or hash, dev or None)] = path; Python's where C cannot read */
+static int inode(Feed *f, const TypeInfo *ti, Rec *r) {
+    I128 ino = 0, hash = 0, dev = 0;
+    int gh = scalar(f, &ti->f[1], r->d, r->len, &hash);    /* number("hash", None) first */
+    int gi = gh < 0 ? -1 : scalar(f, &ti->f[0], r->d, r->len, &ino);
+    int gd = gi < 0 ? -1 : scalar(f, &ti->f[2], r->d, r->len, &dev);
+    PyObject *path = gd < 0 ? NULL : text(f, &ti->f[3], r->d, r->len);
+    if (!path) {
+        if (PyErr_Occurred())
+            return -1;
+        PyObject *o = slow_rec(f, S_INODE, r);
+        Py_XDECREF(o);
+        return o ? 0 : -1;
+    }
+    if (path == Py_None) {
+        Py_DECREF(path);
+        path = PyUnicode_FromString("");
+        if (!path)
+            return -1;
+    }
+    if (!gi && !gh) {
+        Py_DECREF(path);
+        f->anom[A_NO_KEY]++;
+        return 0;
+    }
+    PyObject *k = num(gi ? ino : hash), *dv = gd ? num(dev) : (Py_INCREF(Py_None), Py_None);
+    PyObject *t = k && dv ? PyTuple_Pack(2, k, dv) : NULL;
+    int ret = t ? PyDict_SetItem(f->paths, t, path) : -1;
+    Py_XDECREF(k);
+    Py_XDECREF(dv);
+    Py_XDECREF(t);
+    Py_DECREF(path);
+    return ret;
+}
+
 static int event(Feed *f, Rec *r) {                                /* FtraceFeed.event */
     const TypeInfo *ti = r->type >= 0 && r->type < f->ntypes && f->types[r->type].role >= 0
                          ? &f->types[r->type] : NULL;
@@ -1221,13 +1284,7 @@ static int event(Feed *f, Rec *r) {                                /* FtraceFeed
     } else if (role == R_UNWIND) {
         ret = unwind_stack(f, ti, r);
     } else if (role == R_INODE) {
-        if (flush(f) < 0)               /* the sink names with the paths known so far */
-            ret = -1;
-        else {
-            PyObject *o = slow_rec(f, S_INODE, r);
-            ret = o ? 0 : -1;
-            Py_XDECREF(o);
-        }
+        ret = flush(f) < 0 ? -1 : inode(f, ti, r);  /* the sink names with the paths so far */
     } else {
         if (!c->n)
             c->ostamp = ++f->stamp;

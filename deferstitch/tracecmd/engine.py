@@ -22,17 +22,19 @@ from ._ffi import TEP_FIELD_IS_RELATIVE
 
 # roles and slow() kinds: the enums of _tracefeed.c, in their order
 R_PLAIN, R_KERNEL, R_COOKIE, R_USTACK, R_UNWIND, R_INODE, R_EXIT, R_FORK = range(8)
-F_ABSENT, F_SLOW, F_SCALAR, F_STATIC, F_DYNAMIC = range(5)
+F_ABSENT, F_SLOW, F_SCALAR, F_STATIC, F_DYNAMIC, F_STRING, F_DYNSTRING = range(7)
 MODE_NONE, MODE_SAMPLES, MODE_RESOLVED = range(3)
 ANOMALIES = ("events of a type with no event format", "missed events without a count",
              "kernel_stack without its event", "user_unwind_cookie without its event",
-             "user_stack without its event", "inode not in inode_cache")
+             "user_stack without its event", "inode not in inode_cache",
+             "inode_cache without inode or hash")
 ROLES = {reader.KERNEL_STACK: R_KERNEL, reader.COOKIE: R_COOKIE, reader.USER_STACK: R_USTACK,
          reader.UNWIND_STACK: R_UNWIND, ("sched", "sched_process_exit"): R_EXIT,
          ("sched", "sched_process_fork"): R_FORK}
 # the fields each role reads, in the order _tracefeed.c takes them (Spec f[0..3])
 FIELDS = {R_KERNEL: ("size", "caller"), R_COOKIE: ("cookie",), R_USTACK: ("caller", "tgid"),
-          R_UNWIND: ("cookie", "stack", None, "dev"), R_EXIT: ("pid",), R_FORK: ("child_pid",)}
+          R_UNWIND: ("cookie", "stack", None, "dev"), R_INODE: ("inode", "hash", "dev", "path"),
+          R_EXIT: ("pid",), R_FORK: ("child_pid",)}
 
 
 class _NoType:
@@ -76,6 +78,8 @@ def _spec(f):
     rel = int(bool(d.flags & TEP_FIELD_IS_RELATIVE) or (f.type or "").startswith("__rel_loc"))
     if f.unpack is not None:
         kind = F_SCALAR
+    elif f.is_string and d.offset >= 0:     # Field.read's string branch: a slice, cut at NUL
+        kind = F_DYNSTRING if f.dynamic else F_STRING
     elif f.is_string or _INT.get(f.elem) is None or d.offset < 0:
         kind = F_SLOW
     elif f.dynamic:
@@ -122,6 +126,7 @@ class EngineFeed:
             mode, sink, self._slow, self.paths, reader.NO_FILE, reader.ANON, self._unknown,
             max_pending, exit_grace)
         self._comm = trace.comm
+        self._comms = {}
         self._refs = {tid: t for tid, t in trace.types.items()}
         self._done = False
 
@@ -184,9 +189,12 @@ class EngineFeed:
 
     # -- outputs ------------------------------------------------------------------------------
     def _samples(self, batch):
-        on, comm, refs = self.on_sample, self._comm, self._refs
+        on, comms, refs = self.on_sample, self._comms, self._refs
         for tid, pid, cpu, ts, type_id, kernel, user, key, after, cookie in batch:
-            s = Sample(tid, pid, cpu, ts, kernel, cookie, refs.get(type_id, _NoType), comm(tid))
+            c = comms.get(tid)
+            if c is None:
+                c = comms[tid] = self._comm(tid)
+            s = Sample(tid, pid, cpu, ts, kernel, cookie, refs.get(type_id, _NoType), c)
             outcome = OUTCOME_KEYS[key]
             if key > 1:
                 s.outcome, s.reason = UNMATCHED, outcome

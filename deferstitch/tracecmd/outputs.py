@@ -29,10 +29,14 @@ class Namer:
         self.recorded = {}          # (inode, dev) -> path: the feed's inode_cache (FtraceFeed.paths)
         self.unnamed = Counter()    # reason -> user frames left without a name
         self._elf = {}              # path -> ElfSymbols, or why there is none
+        self._kernel = {}           # address -> its kallsyms name (the file's, fixed)
 
     def kernel(self, addr):
         """(sym or None, dso)."""
-        name = self.trace.function(addr) if (self.trace is not None and self.symbols) else None
+        name = self._kernel.get(addr, self)
+        if name is self:
+            name = self._kernel[addr] = (self.trace.function(addr) if (
+                self.trace is not None and self.symbols) else None)
         return name, KERNEL_DSO
 
     def user(self, path, off, n=1):
@@ -80,6 +84,11 @@ class Namer:
             return None, "another file at that path (inode or dev differ from the traced one)"
         return path, None
 
+    def stack_key(self, s):
+        """What frames(s) depends on: its result is the same for samples of one key (a user
+        file's names are fixed from the first time it is named), so outputs may keep it."""
+        return s.kernel, s.user, s.reason if s.outcome == UNMATCHED else None
+
     def frames(self, s):
         """[(number, sym, symoff, dso)] innermost first: the number printed is the kernel address,
         the user file offset, or the raw user address."""
@@ -114,15 +123,28 @@ class Script:
 
     def __init__(self, f, namer, max_stack=127):
         self.f, self.namer, self.max_stack = f, namer, max_stack
+        self._text = {}             # Namer.stack_key -> the frame lines
+        self._out = []              # samples' text not yet written (one write for many)
 
     def sample(self, s):
-        lines = [header(s)]
-        for num, sym, off, dso in self.namer.frames(s)[:self.max_stack]:
-            lines.append("\t%16x %s (%s)" % (num, sym_text(sym, off), dso))
-        self.f.write("\n".join(lines) + "\n\n")
+        key = self.namer.stack_key(s)
+        text = self._text.get(key)
+        if text is None:
+            if len(self._text) > 65536:     # memory stays flat on stacks that never repeat
+                self._text.clear()
+            text = self._text[key] = "".join(
+                "\n\t%16x %s (%s)" % (num, sym_text(sym, off), dso)
+                for num, sym, off, dso in self.namer.frames(s)[:self.max_stack])
+        out = self._out
+        out.append(header(s) + text + "\n\n")
+        if len(out) >= 256:
+            self.f.write("".join(out))
+            out.clear()
 
     def close(self):
-        pass
+        if self._out:
+            self.f.write("".join(self._out))
+            self._out.clear()
 
 
 def frame_name(sym, dso, num=None):
@@ -141,10 +163,16 @@ class Folded:
     def __init__(self, f, namer):
         self.f, self.namer = f, namer
         self.stacks = {}
+        self._names = {}            # (comm, Namer.stack_key) -> its folded line
 
     def sample(self, s):
-        names = [frame_name(sym, dso, n) for n, sym, _o, dso in reversed(self.namer.frames(s))]
-        key = ";".join([(s.comm or "<...>").replace(" ", "_")] + names)
+        k = (s.comm, self.namer.stack_key(s))
+        key = self._names.get(k)
+        if key is None:
+            if len(self._names) > 65536:
+                self._names.clear()
+            names = [frame_name(sym, dso, n) for n, sym, _o, dso in reversed(self.namer.frames(s))]
+            key = self._names[k] = ";".join([(s.comm or "<...>").replace(" ", "_")] + names)
         self.stacks[key] = self.stacks.get(key, 0) + 1
 
     def close(self):
@@ -160,14 +188,21 @@ class Flame:
         from ..output.flamegraph import FlameTree
         self.f, self.namer, self.path, self.kw = f, namer, path, kw
         self.tree = FlameTree()
+        self._frames = {}           # (comm, Namer.stack_key) -> the named frames, root first
 
     def sample(self, s):
-        from ..output.flamegraph import COMM, KERNEL, LOST, USER
-        frames = [((s.comm or "<...>").replace(" ", "_"), COMM)]
-        for n, sym, _o, dso in reversed(self.namer.frames(s)):
-            kind = KERNEL if dso == KERNEL_DSO else LOST if n == 0 and (sym or "").startswith(
-                "[user stack lost") else USER
-            frames.append((frame_name(sym, dso, n), kind))
+        k = (s.comm, self.namer.stack_key(s))
+        frames = self._frames.get(k)
+        if frames is None:
+            from ..output.flamegraph import COMM, KERNEL, LOST, USER
+            if len(self._frames) > 65536:
+                self._frames.clear()
+            frames = [((s.comm or "<...>").replace(" ", "_"), COMM)]
+            for n, sym, _o, dso in reversed(self.namer.frames(s)):
+                kind = KERNEL if dso == KERNEL_DSO else LOST if n == 0 and (sym or "").startswith(
+                    "[user stack lost") else USER
+                frames.append((frame_name(sym, dso, n), kind))
+            self._frames[k] = frames
         self.tree.add(frames, 1, s.after_stack)
 
     def close(self):
