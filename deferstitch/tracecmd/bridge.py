@@ -214,6 +214,8 @@ class Event:
         f = self.type.fields[name]
         start = f.desc.offset
         n = max(0, min(count, (len(self.data) - start) // f.elem))
+        if n == 0:                  # a record cut before the array: none of it
+            return []
         code = _INT.get(f.elem)
         if code is not None and start >= 0:
             return list(_struct("%s%d%s" % (self.trace.endian, n, code if f.signed else code.upper()))

@@ -1,0 +1,310 @@
+"""The C feed (_tracedat.Feed, tracecmd/engine.py) against the Python feed (reader.FtraceFeed,
+the definition), both over our page reader: the same samples in the same order (every field),
+the same stitched frames as they are resolved, the same report JSON and the same error, on
+every trace.dat the tests have, damaged ones included, and on random streams that reach each
+rule (nesting, migration, missed events, exits and forks, eviction, short records, variants).
+The CLI's bytes on the same files: test_tracecmd_pages.py (libtracecmd's reading against ours)."""
+import os
+import random
+import shutil
+import subprocess
+from collections import Counter
+
+import pytest
+
+import tracecmd_synth as S
+from conftest import CAPTURES, DATA, SHARED, need_built, run_cli
+
+from deferstitch.errors import DeferstitchError
+from deferstitch.stitcher import DEFAULT_EXIT_GRACE, DEFAULT_MAX_PENDING
+
+
+def engine_built():
+    from deferstitch.tracecmd import pages
+    need_built("the C feed (deferstitch._tracedat.Feed)",
+               pages.available() and hasattr(pages._tracedat, "Feed"))
+
+
+def _sample(s):
+    return (s.tid, s.pid, s.cpu, s.time, s.kernel, s.cookie, s.comm, s.outcome, s.reason,
+            s.user, s.after_stack, s.ref.system, s.ref.name)
+
+
+def run(path, kind, max_pending=DEFAULT_MAX_PENDING, exit_grace=DEFAULT_EXIT_GRACE):
+    """(error or None, report JSON, samples in the order handed on, stitched frames as resolved,
+    inode_cache paths) of one feed over path."""
+    from deferstitch.tracecmd import engine
+    from deferstitch.tracecmd.bridge import Trace
+    from deferstitch.tracecmd.reader import FtraceFeed
+    try:
+        trace = Trace(path)
+    except DeferstitchError as err:
+        return str(err), None, None, None, None
+    with trace:
+        samples, frames = [], []
+        if kind == "python":
+            def resolved(s):
+                if s.outcome == "stitched":
+                    frames.append(s.user)
+            feed = FtraceFeed(sample=samples.append, resolved=resolved, max_pending=max_pending,
+                              exit_grace=exit_grace, **trace.feed_args())
+        else:
+            assert engine.usable(trace), path
+            feed = engine.EngineFeed(trace, samples.append, None, max_pending, exit_grace)
+        err = None
+        try:
+            feed.run(trace)
+        except DeferstitchError as e:
+            err = str(e)
+            feed.finish()
+        if kind != "python":            # the stitched frames: report's mode, run again
+            with Trace(path) as t2:
+                f2 = engine.EngineFeed(t2, None, lambda fr, n: frames.extend([fr] * n),
+                                       max_pending, exit_grace)
+                try:
+                    f2.run(t2)
+                except DeferstitchError:
+                    f2.finish()
+                assert f2.report.to_json() == feed.report.to_json(), path
+        return err, feed.report.to_json(), [_sample(s) for s in samples], frames, dict(feed.paths)
+
+
+def same(path, **kw):
+    py, c = run(path, "python", **kw), run(path, "engine", **kw)
+    for name, a, b in zip(("error", "report", "samples", "stitched frames", "paths"), py, c):
+        assert a == b, (path, name, a if not isinstance(a, list) else _first_diff(a, b))
+    return py
+
+
+def _first_diff(a, b):
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i, x, y
+    return "lengths", len(a), len(b)
+
+
+def _usable(path):
+    from deferstitch.tracecmd import engine
+    from deferstitch.tracecmd.bridge import Trace
+    try:
+        with Trace(path) as t:
+            return engine.usable(t)
+    except DeferstitchError:
+        return False
+
+
+def test_the_engine_is_the_one_used(tmp_path, monkeypatch):
+    """One-buffer files our page reader walks go to the C feed (else what follows compares the
+    Python feed with itself); -B instances, and DEFERSTITCH_TRACE_FEED=python, do not."""
+    engine_built()
+    from deferstitch.tracecmd import engine
+    from deferstitch.tracecmd.bridge import Trace
+    path = S.deferred(tmp_path / "d.dat")
+    with Trace(path) as t:
+        assert isinstance(engine.feed(t, sample=print), engine.EngineFeed)
+    with Trace(S.instances(tmp_path / "i.dat")) as t:
+        assert not engine.usable(t)
+    monkeypatch.setenv("DEFERSTITCH_TRACE_FEED", "python")
+    with Trace(path) as t:
+        assert not isinstance(engine.feed(t, sample=print), engine.EngineFeed)
+
+
+def _damaged(path, out, seed):
+    """path with bytes of its CPU data overwritten at random (test_tracecmd_pages' way)."""
+    rnd = random.Random(seed)
+    data = bytearray(path.read_bytes())
+    first = (len(data) // 3) & ~(S.PAGE - 1)       # past the headers: the pages
+    for _ in range(rnd.randint(1, 6)):
+        at = rnd.randrange(first, len(data))
+        data[at] = rnd.choice((0, 0xFF, rnd.randrange(256), data[at] ^ 1 << rnd.randrange(8)))
+    out.write_bytes(bytes(data))
+    return out
+
+
+def test_same_as_the_python_feed_on_every_trace_dat(tmp_path, real_v6):
+    """Every trace.dat of the tests the engine reads (the others: -B instances, compressed, or
+    pages libtracecmd reads its own way), and the synthetic ones damaged at random."""
+    engine_built()
+    carried = sorted(DATA.glob("*.dat")) + sorted((SHARED / "repro").glob("*.dat"))
+    synth = [S.deferred(tmp_path / "d.dat"), S.deferred(tmp_path / "v.dat", variant=True),
+             S.deferred(tmp_path / "a.dat", after=True), S.userstack(tmp_path / "u.dat"),
+             S.missed_per_cpu(tmp_path / "m.dat"), S.big(tmp_path / "b.dat", 0.3)]
+    damaged = [_damaged(synth[i % 2 * 5], tmp_path / ("x%d.dat" % i), i) for i in range(30)]
+    files = carried + synth + [real_v6] + damaged
+    used = [p for p in files if _usable(p)]
+    assert len(used) >= 35 and real_v6 in used, [p.name for p in files if p not in used]
+    outcomes, errors = Counter(), 0
+    for path in used:
+        err, rep, samples, _f, _p = same(path)
+        errors += err is not None
+        outcomes.update(s[8] or s[7] for s in samples)
+    for path in synth[-2:]:
+        same(path, max_pending=2)
+        same(path, exit_grace=0)
+    assert {"stitched", "passed", "deferred-lost-after-lost-records", "task-exited"} <= set(outcomes)
+    assert errors >= 5, errors
+
+
+@pytest.fixture(scope="module")
+def real_v6(tmp_path_factory):
+    """The real capture (kernel 7.2, trace-cmd 3.4) as an uncompressed v6 file."""
+    if shutil.which("trace-cmd") is None:
+        pytest.skip("trace-cmd not installed: apt-get install trace-cmd")
+    out = tmp_path_factory.mktemp("v6") / "real-v6.dat"
+    subprocess.run(["trace-cmd", "convert", "-i", str(CAPTURES / "ftrace" / "trace-userstacktrace.dat"),
+                    "-o", str(out), "--file-version", "6", "--compression", "none"],
+                   check=True, capture_output=True)
+    return out
+
+
+# -- random streams -----------------------------------------------------------------------------
+FORK = S._fmt("sched", "sched_process_fork", 301,
+              [("char[16]", "parent_comm", 8, 16, 0), ("pid_t", "parent_pid", 24, 4, 1),
+               ("char[16]", "child_comm", 28, 16, 0), ("pid_t", "child_pid", 44, 4, 1)],
+              '"child_pid=%d", REC->child_pid')
+SIGNED_COOKIE = S._fmt("ftrace", "user_unwind_cookie", 20, [("s64", "cookie", 8, 8, 1)],
+                       '"cookie=%lld", REC->cookie')
+TRACED = (S.READ, S.GETPPID, S.WORK)
+
+
+def random_trace(path, seed):
+    """A stream a kernel of the series could write, and then some: events nested by interrupts,
+    tasks migrating, stacks lost in missed events or never written, duplicates and orphans,
+    exits, forks reusing a tid, unknown inodes, records cut short (seed % 5 == 4: a field then
+    lies past the record, which the Python reader reads its own way), variant formats."""
+    rnd = random.Random(seed)
+    variant, signed = seed % 7 == 3, seed % 7 == 5
+    ftrace = [S.KERNEL_STACK, S.USER_STACK, SIGNED_COOKIE if signed else S.USER_UNWIND_COOKIE,
+              S.USER_UNWIND_STACK_HASH if variant else S.USER_UNWIND_STACK]
+    systems = [S.GETPPID, S.READ, S.EXIT, S.WORK, FORK,
+               S.INODE_CACHE_HASH if variant else S.INODE_CACHE]
+    ncpu = rnd.randint(1, 3)
+    td = S.TraceDat(ncpu, ftrace, systems, S.COMMS)
+    cut = seed % 5 == 4
+    tasks = [100, 101, 102, 200, 300][:rnd.randint(2, 5)]
+    entry = {t: rnd.randrange(1, 1 << 40) for t in tasks}
+    where = {t: rnd.randrange(ncpu) for t in tasks}
+    ts = [S.T0]
+    files = [(1000 + i, 8 << 20 | i) for i in range(3)]
+
+    def now():
+        ts[0] += rnd.randint(1, 3000)
+        return ts[0]
+
+    def put(cpu, t, fmt, common_pid, **values):
+        payload = S.pack_event(fmt, common_pid, values)
+        if cut and rnd.random() < 0.08:
+            payload = payload[:rnd.randrange(8, len(payload) + 1)]
+        td.cpus[cpu].add(t, payload)
+
+    def companions(cpu, t, task, cookie=True):
+        if rnd.random() < 0.9:
+            k = [S.kaddr("ksys_read"), S.kaddr("do_syscall_64")][:rnd.randint(0, 2)]
+            put(cpu, t, S.KERNEL_STACK, task, size=rnd.choice([len(k)] * 5 + [-1, 9]), caller=k)
+        r = rnd.random()
+        if cookie and r < 0.8:
+            put(cpu, t, ftrace[2], task, cookie=entry[task])
+        elif cookie and r < 0.9:
+            put(cpu, t, S.USER_STACK, task, tgid=task, caller=[0x401000, 0x402000][:rnd.randint(0, 2)])
+
+    for _ in range(rnd.randint(150, 500)):
+        task = rnd.choice(tasks)
+        cpu = where[task]
+        r = rnd.random()
+        if r < 0.45:
+            t = now()
+            fmt = rnd.choice(TRACED)
+            put(cpu, t, fmt, task)
+            if rnd.random() < 0.15:         # an interrupt's event before the companions
+                other = rnd.choice(tasks)
+                put(cpu, t, S.WORK, other)
+                companions(cpu, t, other, cookie=rnd.random() < 0.5)
+            companions(cpu, t, task)
+        elif r < 0.65:                      # back to user space: the entry's stack
+            t, c = now(), rnd.randrange(ncpu)
+            if rnd.random() < 0.3:
+                ino, dev = rnd.choice(files)
+                if variant:
+                    put(c, t, S.INODE_CACHE_HASH, task, hash=ino, path="/usr/lib/f%d.so" % ino)
+                else:
+                    put(c, t, S.INODE_CACHE, task, inode=ino, dev=dev, path="/usr/lib/f%d.so" % ino)
+            n = rnd.randint(0, 4)
+            keys = [rnd.choice([f[0] for f in files] + [0, S.ULONG_MAX, 77]) for _ in range(n)]
+            stack = [rnd.randrange(0x1000, 0x90000) for _ in range(n)]
+            if rnd.random() < 0.9:
+                if variant:
+                    put(c, t, ftrace[3], task, cookie=entry[task] % (1 << 64), stack=stack, hash=keys)
+                else:
+                    put(c, t, ftrace[3], task, cookie=entry[task] % (1 << 64), stack=stack, inodes=keys,
+                        dev=[rnd.choice(files)[1] for _ in keys])
+            if rnd.random() < 0.8:          # else a duplicate may follow
+                entry[task] += 8
+                if signed:                  # s64 cookies, some negative: the stack's u64 differs
+                    entry[task] = (entry[task] + rnd.choice([0, 0, 1 << 63]) + (1 << 63)) % (1 << 64) - (1 << 63)
+        elif r < 0.75:
+            where[task] = rnd.randrange(ncpu)   # migrates (its open events stay behind)
+        elif r < 0.82:
+            td.cpus[rnd.randrange(ncpu)].drop(now(), rnd.randint(1, 9))
+        elif r < 0.88:
+            t = now()
+            put(cpu, t, S.EXIT, task, comm="x", pid=task, prio=120)
+            companions(cpu, t, task)
+        elif r < 0.92:
+            t = now()
+            put(cpu, t, FORK, task, parent_pid=task, child_pid=rnd.choice(tasks))
+            companions(cpu, t, task)
+        else:                               # a companion with no event before it
+            companions(rnd.randrange(ncpu), now(), task)
+    return td.write(path)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_streams(tmp_path, seed):
+    engine_built()
+    path = random_trace(tmp_path / ("r%d.dat" % seed), seed)
+    rnd = random.Random(seed)
+    kw = {}
+    if seed % 3 == 1:
+        kw["max_pending"] = rnd.randint(1, 6)
+    if seed % 4 == 2:
+        kw["exit_grace"] = rnd.choice([0, 5000])
+    err, rep, samples, frames, _paths = same(path, **kw)
+    assert rep["samples"] == len(samples) and rep["conserved"]
+
+
+def test_random_streams_reach_every_rule(tmp_path):
+    """The streams above are worth comparing: over the seeds they stitch, pass, lose stacks
+    with and without missed events, give up exited and evicted tasks, hit records cut short."""
+    engine_built()
+    seen, errors = Counter(), 0
+    for seed in range(40):
+        rnd = random.Random(seed)
+        path = random_trace(tmp_path / ("r%d.dat" % seed), seed)
+        kw = {"max_pending": rnd.randint(1, 6)} if seed % 3 == 1 else {}
+        err, rep, samples, frames, _p = run(path, "python", **kw)
+        errors += err is not None
+        seen.update(s[8] or s[7] for s in samples)
+        seen.update(k for k, n in rep["ftrace"]["ftrace_anomalies"].items() if n)
+        seen["after-stack"] += sum(s[10] for s in samples)
+        seen["orphan"] += rep["orphan_deferred"]
+        seen["duplicate"] += rep["duplicate_deferred"]
+    for what in ("stitched", "passed", "deferred-lost", "deferred-lost-after-lost-records",
+                 "task-exited", "evicted", "stream-ended", "after-stack", "orphan", "duplicate",
+                 "kernel_stack without its event", "inode not in inode_cache"):
+        assert seen[what] > 0, (what, seen)
+    assert errors > 0           # a record cut short before a field the feed needs
+
+
+def test_kernel_stack_cut_before_its_callers(tmp_path):
+    """A kernel_stack record that ends before its caller array: no kernel frames, on both
+    readers and both feeds (it was a struct.error traceback on the Python feed)."""
+    td = S.TraceDat(1, [S.KERNEL_STACK, S.USER_UNWIND_COOKIE], [S.GETPPID], S.COMMS)
+    td.cpus[0].add(S.T0, S.pack_event(S.GETPPID, S.W, {}))
+    td.cpus[0].add(S.T0, S.pack_event(S.KERNEL_STACK, S.W, {"size": 2, "caller": [1, 2]})[:12])
+    path = td.write(tmp_path / "cut.dat")
+    outs = []
+    for env in ({}, {"DEFERSTITCH_TRACE_FEED": "python"}, {"DEFERSTITCH_ACCEL": "0"}):
+        p = run_cli("trace", "script", path, env={**os.environ, **env})
+        assert p.returncode == 0 and not p.stderr, (env, p.stderr)
+        outs.append(p.stdout)
+    assert outs[0] == outs[1] == outs[2] and b"sys_enter_getppid" in outs[0]
