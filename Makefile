@@ -8,7 +8,7 @@ EXAMPLE = examples/compressed.data
 PYTEST_FLAGS ?= -q -rs --durations=15
 TESTS ?= tests
 
-.PHONY: install demo test test-tools plugin asan fuzz fuzz-seeds fuzz-trace fuzz-engine
+.PHONY: install demo test test-tools plugin asan fuzz fuzz-seeds fuzz-trace fuzz-engine fuzz-feed
 
 $(VENV)/.made:
 	@tools/need-venv $(PYTHON)
@@ -16,7 +16,7 @@ $(VENV)/.made:
 	$(VPY) -m pip install -q --upgrade pip
 	touch $@
 
-$(VENV)/.installed: $(VENV)/.made setup.py deferstitch/_accel.c deferstitch/_tracedat.c
+$(VENV)/.installed: $(VENV)/.made setup.py deferstitch/_accel.c deferstitch/_tracedat.c deferstitch/_tracefeed.c deferstitch/_tracedat.h
 	$(VPY) -m pip install -q -e .
 	$(VPY) setup.py -q build_ext --inplace 2>/dev/null; $(VPY) -c "import deferstitch._accel" 2>/dev/null || \
 	  echo "make: the C engine was not built (gcc and python3-dev?): the Python path runs"
@@ -46,8 +46,8 @@ test-tools:
 plugin:
 	$(MAKE) -C tracecmd_plugin install $(if $(PLUGIN_DIR),PLUGIN_DIR=$(PLUGIN_DIR))
 
-# The C engine under AddressSanitizer and UBSan: a sanitized build in a copy of the tree, then the
-# engine's tests and the fuzz cases on it (FUZZ=N cases; memory errors abort the run).
+# The C engines under AddressSanitizer and UBSan: a sanitized build in a copy of the tree, then
+# their tests and the fuzz cases on them (FUZZ=N cases; memory errors abort the run).
 ASAN_DIR = /tmp/deferstitch-asan
 FUZZ ?= 3000
 asan:
@@ -55,10 +55,14 @@ asan:
 	gcc -shared -fPIC -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	  -I$$($(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()['include'])") deferstitch/_accel.c \
 	  -o $(ASAN_DIR)/deferstitch/_accel$$($(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
-	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 \
+	gcc -shared -fPIC -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -std=gnu11 \
+	  -I$$($(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()['include'])") \
+	  deferstitch/_tracedat.c deferstitch/_tracefeed.c \
+	  -o $(ASAN_DIR)/deferstitch/_tracedat$$($(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
+	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=halt_on_error=1 \
 	  LD_PRELOAD=$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so) \
 	  PYTHONPATH=$(ASAN_DIR) DEFERSTITCH_FUZZ_EXAMPLES=$(FUZZ) \
-	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_accel.py tests/test_fuzz.py
+	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_accel.py tests/test_fuzz.py tests/test_tracecmd_engine.py
 
 # Coverage-guided fuzzing (fuzz/): atheris over the trace.dat side, libFuzzer over the C engine
 # (built in, with ASan + UBSan), seeded with cuts of the real captures. FUZZ_SECONDS per target;
@@ -68,7 +72,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_DIR ?= /tmp/deferstitch-fuzz
 CLANG ?= clang-14
 FUZZ_FLAGS = -timeout=60 -report_slow_units=120 -rss_limit_mb=2048 -max_len=131072 -print_final_stats=1
-fuzz: fuzz-trace fuzz-engine
+fuzz: fuzz-trace fuzz-engine fuzz-feed
 	@ls $(FUZZ_DIR)/crashes | sed 's|^|$(FUZZ_DIR)/crashes/|' ; echo "fuzz: $$(ls $(FUZZ_DIR)/crashes | wc -l) crash files in $(FUZZ_DIR)/crashes"
 
 fuzz-seeds:
@@ -98,7 +102,7 @@ fuzz-engine: fuzz-seeds
 	  $$($(PYTHON)-config --embed --ldflags) -o $(FUZZ_DIR)/engine_fuzz
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -DFUZZ_MODULE=_tracedat -DFUZZ_CASE=pages_case \
-	  $$($(PYTHON)-config --includes) fuzz/module_fuzz.c deferstitch/_tracedat.c \
+	  $$($(PYTHON)-config --includes) fuzz/module_fuzz.c deferstitch/_tracedat.c deferstitch/_tracefeed.c \
 	  $$($(PYTHON)-config --embed --ldflags) -o $(FUZZ_DIR)/pages_fuzz
 	DEFERSTITCH_ROOT=$(CURDIR) PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=0 \
 	  fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_DIR)/pages_fuzz $(FUZZ_DIR)/corpus-pages $(FUZZ_DIR)/seeds/pages \
@@ -106,3 +110,16 @@ fuzz-engine: fuzz-seeds
 	DEFERSTITCH_ROOT=$(CURDIR) PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=0 \
 	  fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_DIR)/engine_fuzz $(FUZZ_DIR)/corpus-engine $(FUZZ_DIR)/seeds/perf \
 	  -artifact_prefix=$(FUZZ_DIR)/crashes/engine- $(FUZZ_FLAGS); wait
+
+# the ftrace feed in C (_tracefeed.c, on the page reader), built in with ASan + UBSan, against
+# the Python feed on trace.dat files (feed_case); libtracecmd opens them (not instrumented: its
+# mallocs of sizes from a damaged header may fail, as the real malloc's may)
+fuzz-feed: fuzz-seeds
+	mkdir -p $(FUZZ_DIR)/corpus-feed
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -DFUZZ_MODULE=_tracedat -DFUZZ_CASE=feed_case \
+	  $$($(PYTHON)-config --includes) fuzz/module_fuzz.c deferstitch/_tracedat.c deferstitch/_tracefeed.c \
+	  $$($(PYTHON)-config --embed --ldflags) -o $(FUZZ_DIR)/feed_fuzz
+	DEFERSTITCH_ROOT=$(CURDIR) PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
+	  fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_DIR)/feed_fuzz $(FUZZ_DIR)/corpus-feed $(FUZZ_DIR)/seeds/trace \
+	  -artifact_prefix=$(FUZZ_DIR)/crashes/feed- -malloc_limit_mb=65536 $(FUZZ_FLAGS)

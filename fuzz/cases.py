@@ -1,7 +1,10 @@
 """One fuzz case: input bytes -> our pipeline, and the invariants every input must keep.
 
     trace_case(data)    a trace.dat through the bridge and the ftrace reader, its pages read
-                        by us and by libtracecmd: the same reports and errors
+                        by us and by libtracecmd: the same reports and errors; and through
+                        the C feed (feed_case)
+    feed_case(data)     a trace.dat through the C feed (_tracefeed.c) and the Python feed, both
+                        over our page reader: the same samples, reports and errors
     pages_case(data)    raw ring-buffer pages through the page reader alone
     perf_case(data)     a perf.data through the C engine and the Python path: equal reports
 
@@ -44,7 +47,56 @@ def trace_case(data):
         return ours[0]              # the machine's memory, not the file: nothing to compare
     assert ours[1:] == theirs[1:], "our page reader and libtracecmd differ:\n%s\n%s" % (
         ours[1:], theirs[1:])
+    _feeds_agree(path)
     return ours[0]
+
+
+def feed_case(data):
+    """A trace.dat through the C feed and the Python feed over our page reader: the same."""
+    return _feeds_agree(_write(data, "case.dat"))
+
+
+def _feeds_agree(path):
+    """The C feed says what the Python feed says (samples, report, error), where it reads the
+    file at all; returns the number of samples."""
+    py, c = _feed_run(path, False), _feed_run(path, True)
+    if py is None or c is None:
+        return 0                    # the engine does not read this file (or it does not open)
+    assert py == c, "the C feed and the Python feed differ:\n%s\n%s" % (py, c)
+    return len(py[2])
+
+
+def _feed_run(path, engine_feed):
+    """(error, report JSON, samples) of one feed, or None where there is nothing to compare."""
+    from deferstitch.tracecmd import engine
+    from deferstitch.tracecmd.bridge import Trace
+    from deferstitch.tracecmd.reader import FtraceFeed
+    try:
+        trace = Trace(path)
+    except DeferstitchError as err:
+        _one_line(err, path)
+        return None
+    with trace:
+        if not engine.usable(trace):
+            return None
+        out = []
+        if engine_feed:
+            feed = engine.EngineFeed(trace, out.append, None, 50, 1000)
+        else:
+            feed = FtraceFeed(sample=out.append, max_pending=50, exit_grace=1000,
+                              **trace.feed_args())
+        error = None
+        try:
+            feed.run(trace)
+        except DeferstitchError as err:
+            _one_line(err, path)
+            error = str(err)
+            feed.finish()
+        rep = feed.report
+        assert rep.conserved(), rep.to_json()
+        samples = [(s.tid, s.pid, s.cpu, s.time, s.kernel, s.cookie, s.comm, s.outcome,
+                    s.reason, s.user, s.after_stack, s.ref.system, s.ref.name) for s in out]
+        return error, rep.to_json(), samples
 
 
 def _trace_run(path, walker):
