@@ -5,8 +5,10 @@ Inputs: tests/tracecmd_synth.py's big() trace at 13.5 MiB (the size of the v6 de
 trace of the issue's measurement) and ten times that, built once into the bench cache (rebuilt
 when tracecmd_synth.py changes). Every row once per round, rounds interleaved, each ratio taken
 within its round, then the median and the spread [min-max] of the rounds. Memory: the peak RSS
-on the larger file over the one on the smaller. `trace report (libtracecmd)` is the Python path
-(DEFERSTITCH_ACCEL=0: libtracecmd reads the pages), on the smaller file only.
+on the larger file over the one on the smaller. On the smaller file only: `trace report
+(Python feed)`, our page reader and the Python feed (DEFERSTITCH_TRACE_FEED=python: the
+definition of the C feed), and `trace report (libtracecmd)`, the Python path all through
+(DEFERSTITCH_ACCEL=0: libtracecmd reads the pages).
 """
 import hashlib
 import os
@@ -39,10 +41,12 @@ def inputs(cache):
 def tools():
     py = [sys.executable, "-m", "deferstitch", "trace"]
     slow = ["env", "DEFERSTITCH_ACCEL=0"] + py
+    pyfeed = ["env", "DEFERSTITCH_TRACE_FEED=python"] + py
     return [("trace-cmd report -N", lambda f: ["trace-cmd", "report", "-N", "-i", f]),
             ("ds trace report", lambda f: py + ["report", f]),
             ("ds trace folded", lambda f: py + ["folded", f]),
             ("ds trace script", lambda f: py + ["script", f]),
+            ("ds trace report (Python feed)", lambda f: pyfeed + ["report", f]),
             ("ds trace report (libtracecmd)", lambda f: slow + ["report", f])]
 
 
@@ -52,7 +56,7 @@ def main(args, measure, spread, fmt_table, cache):
     rounds = args.repeat or 3
     files = inputs(cache)
     rows = [(mib, files[mib], tool, mk) for mib in SIZES for tool, mk in tools()
-            if not (tool.endswith("(libtracecmd)") and mib != SIZES[0])]
+            if not (tool.endswith(")") and mib != SIZES[0])]
     runs = {}
     t0 = time.perf_counter()
     for r in range(rounds):
