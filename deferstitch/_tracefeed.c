@@ -1,9 +1,11 @@
 /* deferstitch._tracedat.Feed: tracecmd/reader.py's FtraceFeed and stitcher.py's cookie rules,
- * step for step, on the page walker (_tracedat.c), for a trace.dat of one buffer.
+ * step for step, on the page walkers (_tracedat.c) of a trace.dat's buffers.
  *
- *     Walker (pages, time order) -> companions grouped per CPU -> stitcher -> FIFO -> sink
- *                                     |  fields at their format offsets     (time order)
- *                                     '-- a field C cannot read as Python does: slow(kind, record)
+ *   buffer 0 Walker -> head -.                        per buffer: its CPUs' open events,
+ *   buffer 1 Walker -> head --+-> earliest head --->  its stitcher, its loss windows  --> FIFO
+ *   (-B instances)           '   (ties: lower buffer; heapq.merge in bridge.Trace)         |
+ *                                  a field C cannot read as Python does: slow(kind, rec)   v
+ *                                                                      sink (time order)
  *
  * The Python modules stay the definition (tracecmd/engine.py drives this; tests/
  * test_tracecmd_engine.py checks the same bytes on every trace.dat of the tests). Each field is
@@ -47,7 +49,7 @@ typedef struct Stk { I128 cookie; uint64_t time; long long served; PyObject *fra
 typedef struct Smp {
     struct Smp *qnext;
     I128 tid, pid, cookie;
-    int cpu, type, has_cookie, outcome, after, in_order, handed;
+    int cpu, type, buf, has_cookie, outcome, after, in_order, handed;
     uint64_t ts, seq, lost_seq;
     PyObject *kernel, *user;            /* tuples (owned); user NULL: none */
 } Smp;
@@ -86,35 +88,60 @@ typedef struct { I128 tid; int cpu, key; long long n; } Cell;
 typedef struct { uint64_t b, a; int has_a; } Window;
 typedef struct { uint64_t time; I128 tid; } Exited;
 
+/* a record as walker_next hands it out: copied, the walker already at the CPU's next one */
 typedef struct {
-    PyObject_HEAD
+    int cpu, index;                     /* the CPU number; its walker index */
+    uint64_t ts;
+    long long missed;
+    int64_t off;
+    const unsigned char *d;
+    uint32_t len;
+    int type, pid;
+    PyObject *obj;
+} Rec;
+
+/* one trace buffer (the top one, or a -B instance): its stitcher (FtraceFeed._BufferStitcher)
+ * and its share of the report (_BufferCounts) */
+typedef struct {
     Walker *w;
-    PyObject *sink, *slow, *paths, *no_file, *anon, *unknown_path;
-    int mode, ntypes;
-    TypeInfo *types;                    /* by type id; role -1: no format */
-    uint64_t *counts, counts_none;      /* events by type id; of a type with no format */
-    uint64_t no_vma;
     int nst, npeek;
     CpuSt *st;                          /* by walker CPU (the first of its id) */
     int *st_of;                         /* walker CPU index -> st index */
     int *peek_ids;                      /* peek(cpu) for cpu in range(cpus): the walker CPU id */
-    uint64_t stamp;
     Map tasks;
-    Smp **fifo;
-    size_t fhead, flen, fcap;
     Smp **order;
     size_t ohead, olen, ocap;
     Exited *ex;
     size_t exhead, exlen, excap;
     Window *win;
     size_t nwin, wcap, prune_at;
-    long long npending, max_pending, max_pending_seen;
+    long long npending;
+    uint64_t lost_seq;
+    unsigned long long samples, stitched, after, passed, unmatched[NKEYS], stacks, lost_records;
+    unsigned __int128 lost_events;
+    int has_head;                       /* its next record, taken (heapq.merge holds it) */
+    Rec head;
+    unsigned char *head_data;
+} Buf;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *walkers;
+    PyObject *sink, *slow, *paths, *no_file, *anon, *unknown_path;
+    int mode, ntypes, nbuf, failed;
+    Buf *bufs;
+    TypeInfo *types;                    /* by type id; role -1: no format */
+    uint64_t *counts, counts_none;      /* events by type id; of a type with no format */
+    uint64_t no_vma;
+    uint64_t stamp;
+    Smp **fifo;
+    size_t fhead, flen, fcap;
+    long long max_pending, max_pending_seen;
     I128 exit_grace;
-    uint64_t seq, lost_seq;
+    uint64_t seq;
     /* the report */
     unsigned long long samples, stitched, after, passed, unmatched[NKEYS];
-    unsigned long long deferred, duplicate, orphans_n, lost_records, lost_events, stacks_fed;
-    unsigned __int128 buf_lost_events;
+    unsigned long long deferred, duplicate, orphans_n, lost_records, lost_events;
     unsigned long long anom[NANOM];
     PyObject *first_unmatched, *orphans, *batch;
     Cell *cells;
@@ -122,7 +149,6 @@ typedef struct {
     Map cellmap;
     PyObject *last_frames;              /* MODE_RESOLVED: the batch's last (frames, n) */
     int finished;
-    unsigned char *scratch;             /* the record being fed (a page at most) */
 } Feed;
 
 /* ---- small things ------------------------------------------------------------------------ */
@@ -215,15 +241,15 @@ static int grow(void **p, size_t *cap, size_t need, size_t size) {
     return 0;
 }
 
-static Task *task(Feed *f, I128 tid) {
-    Task *t = map_get(&f->tasks, tid);
+static Task *task(Buf *b, I128 tid) {
+    Task *t = map_get(&b->tasks, tid);
     if (t)
         return t;
     t = PyMem_Calloc(1, sizeof(Task));
     if (!t)
         return PyErr_NoMemory(), NULL;
     t->tid = tid;
-    if (map_put(&f->tasks, tid, t) < 0) {
+    if (map_put(&b->tasks, tid, t) < 0) {
         PyMem_Free(t);
         return NULL;
     }
@@ -244,7 +270,7 @@ static int scalar(const Feed *f, const Spec *s, const unsigned char *d, uint32_t
         return 0;
     if (s->kind != F_SCALAR || (int64_t)s->off + s->size > len)
         return -1;
-    *v = elem_at(f->w, d + s->off, s->size, s->sign);
+    *v = elem_at(f->bufs[0].w, d + s->off, s->size, s->sign);
     return 1;
 }
 
@@ -260,7 +286,7 @@ static int array(const Feed *f, const Spec *s, const unsigned char *d, uint32_t 
     } else if (s->kind == F_DYNAMIC) {
         if ((int64_t)s->off + 4 > len)
             return -1;
-        uint32_t v = rd4(f->w, d + s->off);
+        uint32_t v = rd4(f->bufs[0].w, d + s->off);
         st = v & 0xFFFF;
         length = v >> 16;
         if (s->rel)
@@ -286,7 +312,7 @@ static PyObject *text(const Feed *f, const Spec *s, const unsigned char *d, uint
     } else if (s->kind == F_DYNSTRING) {
         if ((int64_t)s->off + 4 > len)
             return NULL;
-        uint32_t v = rd4(f->w, d + s->off);
+        uint32_t v = rd4(f->bufs[0].w, d + s->off);
         st = v & 0xFFFF;
         length = v >> 16;
         if (s->rel)
@@ -309,7 +335,7 @@ static PyObject *slow(Feed *f, int kind, PyObject *rec) {
 static PyObject *trimmed(Feed *f, const unsigned char *p, int64_t n, int elem, int sign, int pairs) {
     int64_t k = 0;
     for (; k < n; k++) {
-        I128 v = elem_at(f->w, p + k * elem, elem, sign);
+        I128 v = elem_at(f->bufs[0].w, p + k * elem, elem, sign);
         if (v == 0 || v == (I128)f->no_vma)
             break;
     }
@@ -317,7 +343,7 @@ static PyObject *trimmed(Feed *f, const unsigned char *p, int64_t n, int elem, i
     if (!t)
         return NULL;
     for (int64_t i = 0; i < k; i++) {
-        PyObject *v = num(elem_at(f->w, p + i * elem, elem, sign));
+        PyObject *v = num(elem_at(f->bufs[0].w, p + i * elem, elem, sign));
         if (v && pairs) {
             PyObject *pr = PyTuple_Pack(2, Py_None, v);
             Py_DECREF(v);
@@ -368,13 +394,19 @@ static size_t cell_hash(I128 tid, int cpu, int key) {
 
 static int count(Feed *f, Smp *s) {
     int key = s->outcome;
+    Buf *b = &f->bufs[s->buf];
+    b->samples++;
     if (key == K_STITCHED) {
         f->stitched++;
         f->after += s->after;
+        b->stitched++;
+        b->after += s->after;
     } else if (key == K_PASSED) {
         f->passed++;
+        b->passed++;
     } else {
         f->unmatched[key]++;
+        b->unmatched[key]++;
         if (PyList_GET_SIZE(f->first_unmatched) < KEEP_FIRST) {
             int none = !s->has_cookie || s->cookie == -1;    /* model.NO_COOKIE */
             PyObject *t = Py_BuildValue("(KNNi)", (unsigned long long)s->ts, num(s->tid),
@@ -504,20 +536,20 @@ static void stk_free(Stk *st) {
 }
 
 /* pending.pop(tid): the task's queue, detached */
-static Smp *take_queue(Feed *f, Task *t) {
+static Smp *take_queue(Buf *b, Task *t) {
     Smp *q = t->qhead;
-    f->npending -= t->nq;
+    b->npending -= t->nq;
     t->qhead = t->qtail = NULL;
     t->nq = 0;
     t->pstamp = 0;
     return q;
 }
 
-static int exited_now(Feed *f, I128 tid) {          /* Stitcher._exited */
-    Task *t = map_get(&f->tasks, tid);
+static int exited_now(Feed *f, Buf *b, I128 tid) {  /* Stitcher._exited */
+    Task *t = map_get(&b->tasks, tid);
     if (!t)
         return 0;
-    for (Smp *s = take_queue(f, t), *nx; s; s = nx) {
+    for (Smp *s = take_queue(b, t), *nx; s; s = nx) {
         nx = s->qnext;
         if (resolve(f, s, K_EXITED) < 0)
             return -1;
@@ -534,13 +566,13 @@ static int exited_now(Feed *f, I128 tid) {          /* Stitcher._exited */
     return 0;
 }
 
-static int expire(Feed *f, uint64_t now) {
+static int expire(Feed *f, Buf *b, uint64_t now) {
     I128 limit = (I128)now - f->exit_grace;
-    while (f->exlen && (I128)f->ex[f->exhead].time <= limit) {
-        I128 tid = f->ex[f->exhead].tid;
-        f->exhead++;
-        f->exlen--;
-        if (exited_now(f, tid) < 0)
+    while (b->exlen && (I128)b->ex[b->exhead].time <= limit) {
+        I128 tid = b->ex[b->exhead].tid;
+        b->exhead++;
+        b->exlen--;
+        if (exited_now(f, b, tid) < 0)
             return -1;
     }
     return 0;
@@ -552,19 +584,19 @@ static void order_drop(Feed *f, Smp *s) {           /* out of the eviction order
         smp_free(s);
 }
 
-static int evict_oldest(Feed *f) {
-    while (f->olen && f->order[f->ohead]->outcome >= 0) {
-        order_drop(f, f->order[f->ohead]);
-        f->ohead++;
-        f->olen--;
+static int evict_oldest(Feed *f, Buf *b) {
+    while (b->olen && b->order[b->ohead]->outcome >= 0) {
+        order_drop(f, b->order[b->ohead]);
+        b->ohead++;
+        b->olen--;
     }
-    if (!f->olen)
+    if (!b->olen)
         return 0;
-    Smp *s = f->order[f->ohead];
-    f->ohead++;
-    f->olen--;
+    Smp *s = b->order[b->ohead];
+    b->ohead++;
+    b->olen--;
     s->in_order = 0;
-    Task *t = map_get(&f->tasks, s->tid);
+    Task *t = map_get(&b->tasks, s->tid);
     if (t && t->qhead == s) {
         t->qhead = s->qnext;
         t->nq--;
@@ -573,12 +605,12 @@ static int evict_oldest(Feed *f) {
             t->pstamp = 0;
         }
     }
-    f->npending--;
+    b->npending--;
     return resolve(f, s, K_EVICTED);
 }
 
-static int wait_stack(Feed *f, Task *t, Smp *s) {
-    s->lost_seq = f->lost_seq;
+static int wait_stack(Feed *f, Buf *b, Task *t, Smp *s) {
+    s->lost_seq = b->lost_seq;
     s->qnext = NULL;
     if (t->qtail)
         t->qtail->qnext = s;
@@ -588,43 +620,43 @@ static int wait_stack(Feed *f, Task *t, Smp *s) {
     }
     t->qtail = s;
     t->nq++;
-    if (f->ohead + f->olen == f->ocap) {          /* room at the end: compact or grow */
-        if (f->ohead) {
-            memmove(f->order, f->order + f->ohead, f->olen * sizeof(Smp *));
-            f->ohead = 0;
+    if (b->ohead + b->olen == b->ocap) {          /* room at the end: compact or grow */
+        if (b->ohead) {
+            memmove(b->order, b->order + b->ohead, b->olen * sizeof(Smp *));
+            b->ohead = 0;
         }
-        if (f->olen == f->ocap && grow((void **)&f->order, &f->ocap, f->olen + 1, sizeof(Smp *)) < 0)
+        if (b->olen == b->ocap && grow((void **)&b->order, &b->ocap, b->olen + 1, sizeof(Smp *)) < 0)
             return -1;
     }
-    f->order[f->ohead + f->olen++] = s;
+    b->order[b->ohead + b->olen++] = s;
     s->in_order = 1;
-    f->npending++;
-    if ((long long)f->olen > 2 * f->npending + 4096) {    /* drop resolved entries */
+    b->npending++;
+    if ((long long)b->olen > 2 * b->npending + 4096) {    /* drop resolved entries */
         size_t k = 0;
-        for (size_t i = 0; i < f->olen; i++) {
-            Smp *x = f->order[f->ohead + i];
+        for (size_t i = 0; i < b->olen; i++) {
+            Smp *x = b->order[b->ohead + i];
             if (x->outcome < 0)
-                f->order[k++] = x;
+                b->order[k++] = x;
             else
                 order_drop(f, x);
         }
-        f->ohead = 0;
-        f->olen = k;
+        b->ohead = 0;
+        b->olen = k;
     }
-    if (f->npending > f->max_pending_seen)
-        f->max_pending_seen = f->npending;
-    if (f->npending > f->max_pending)
-        return evict_oldest(f);
+    if (b->npending > f->max_pending_seen)
+        f->max_pending_seen = b->npending;
+    if (b->npending > f->max_pending)
+        return evict_oldest(f, b);
     return 0;
 }
 
-static int st_sample(Feed *f, Smp *s) {
+static int st_sample(Feed *f, Buf *b, Smp *s) {
     f->samples++;
-    if (f->exlen && expire(f, s->ts) < 0)
+    if (b->exlen && expire(f, b, s->ts) < 0)
         return -1;
     if (!s->has_cookie)
         return resolve(f, s, K_PASSED);
-    Task *t = task(f, s->tid);
+    Task *t = task(b, s->tid);
     if (!t)
         return -1;
     if (t->stack && t->stack->cookie == s->cookie) {
@@ -632,11 +664,11 @@ static int st_sample(Feed *f, Smp *s) {
         t->stack->served++;
         return stitch(f, s, t->stack);
     }
-    return wait_stack(f, t, s);
+    return wait_stack(f, b, t, s);
 }
 
 /* FtraceFeed._entry_span + lost_reason: after-lost-records if a loss window meets (lo, hi) */
-static int lost_reason(Feed *f, Task *t, Smp *s, uint64_t dtime) {
+static int lost_reason(Buf *b, Task *t, Smp *s, uint64_t dtime) {
     uint64_t lo = s->ts, hi = dtime;
     for (int i = 0; i < t->nent; i++)
         if (t->ent[i].cookie == s->cookie) {
@@ -646,30 +678,30 @@ static int lost_reason(Feed *f, Task *t, Smp *s, uint64_t dtime) {
                 hi = t->ent[i + 1].first;
             break;
         }
-    size_t a = 0, b = f->nwin;              /* bisect_left(windows, (lo,)) */
-    while (a < b) {
-        size_t mid = (a + b) / 2;
-        if (f->win[mid].b < lo)
+    size_t a = 0, z = b->nwin;              /* bisect_left(windows, (lo,)) */
+    while (a < z) {
+        size_t mid = (a + z) / 2;
+        if (b->win[mid].b < lo)
             a = mid + 1;
         else
-            b = mid;
+            z = mid;
     }
-    for (size_t i = a; i < f->nwin; i++)
-        if (!f->win[i].has_a || f->win[i].a <= hi)
+    for (size_t i = a; i < b->nwin; i++)
+        if (!b->win[i].has_a || b->win[i].a <= hi)
             return K_LOST_AFTER;
-    for (int k = 0; k < f->npeek; k++) {    /* the windows ending at a CPU's next record */
+    for (int k = 0; k < b->npeek; k++) {    /* the windows ending at a CPU's next record */
         Cpu *c = NULL;
-        for (int i = 0; i < f->w->ncpus; i++)
-            if (f->w->cpus[i].id == f->peek_ids[k] && f->w->cpus[i].has) {
-                c = &f->w->cpus[i];
+        for (int i = 0; i < b->w->ncpus; i++)
+            if (b->w->cpus[i].id == b->peek_ids[k] && b->w->cpus[i].has) {
+                c = &b->w->cpus[i];
                 break;
             }
         if (!c || !c->rec_missed)
             continue;
         CpuSt *ls = NULL;                   /* self.last.get((buf, cpu)): cpu the index */
-        for (int i = 0; i < f->nst; i++)
-            if (f->st[i].id == k && f->st[i].has_last) {
-                ls = &f->st[i];
+        for (int i = 0; i < b->nst; i++)
+            if (b->st[i].id == k && b->st[i].has_last) {
+                ls = &b->st[i];
                 break;
             }
         if ((!ls || ls->last <= hi) && c->rec_ts >= lo)
@@ -678,11 +710,11 @@ static int lost_reason(Feed *f, Task *t, Smp *s, uint64_t dtime) {
     return K_LOST;
 }
 
-static int st_deferred(Feed *f, I128 tid, I128 cookie, uint64_t time, PyObject *frames) {
+static int st_deferred(Feed *f, Buf *b, I128 tid, I128 cookie, uint64_t time, PyObject *frames) {
     f->deferred++;
-    if (f->exlen && expire(f, time) < 0)
+    if (b->exlen && expire(f, b, time) < 0)
         return -1;
-    Task *t = task(f, tid);
+    Task *t = task(b, tid);
     if (!t)
         return -1;
     Stk *prev = t->stack;
@@ -707,14 +739,14 @@ static int st_deferred(Feed *f, I128 tid, I128 cookie, uint64_t time, PyObject *
     Py_INCREF(frames);
     st->frames = frames;
     t->stack = st;
-    for (Smp *s = take_queue(f, t), *nx; s; s = nx) {
+    for (Smp *s = take_queue(b, t), *nx; s; s = nx) {
         nx = s->qnext;
         int r;
         if (s->cookie == cookie) {
             st->served++;
             r = stitch(f, s, st);
         } else {
-            r = resolve(f, s, lost_reason(f, t, s, time));
+            r = resolve(f, s, lost_reason(b, t, s, time));
         }
         if (r < 0)
             return -1;
@@ -722,41 +754,47 @@ static int st_deferred(Feed *f, I128 tid, I128 cookie, uint64_t time, PyObject *
     return 0;
 }
 
-static int st_exit(Feed *f, I128 tid, uint64_t time) {
+static int st_exit(Feed *f, Buf *b, I128 tid, uint64_t time) {
     if (!f->exit_grace)
-        return exited_now(f, tid);
-    if (f->exhead + f->exlen == f->excap) {
-        if (f->exhead) {
-            memmove(f->ex, f->ex + f->exhead, f->exlen * sizeof(Exited));
-            f->exhead = 0;
+        return exited_now(f, b, tid);
+    if (b->exhead + b->exlen == b->excap) {
+        if (b->exhead) {
+            memmove(b->ex, b->ex + b->exhead, b->exlen * sizeof(Exited));
+            b->exhead = 0;
         }
-        if (f->exlen == f->excap && grow((void **)&f->ex, &f->excap, f->exlen + 1, sizeof(Exited)) < 0)
+        if (b->exlen == b->excap && grow((void **)&b->ex, &b->excap, b->exlen + 1, sizeof(Exited)) < 0)
             return -1;
     }
-    f->ex[f->exhead + f->exlen++] = (Exited){time, tid};
+    b->ex[b->exhead + b->exlen++] = (Exited){time, tid};
     return 0;
 }
 
-static int st_reuse(Feed *f, I128 tid) {
-    for (size_t i = 0; i < f->exlen; i++)
-        if (f->ex[f->exhead + i].tid == tid) {
-            memmove(f->ex + f->exhead + i, f->ex + f->exhead + i + 1,
-                    (f->exlen - i - 1) * sizeof(Exited));
-            f->exlen--;
-            return exited_now(f, tid);
+static int st_reuse(Feed *f, Buf *b, I128 tid) {
+    for (size_t i = 0; i < b->exlen; i++)
+        if (b->ex[b->exhead + i].tid == tid) {
+            memmove(b->ex + b->exhead + i, b->ex + b->exhead + i + 1,
+                    (b->exlen - i - 1) * sizeof(Exited));
+            b->exlen--;
+            return exited_now(f, b, tid);
         }
     return 0;
 }
 
 /* ---- the feed: open events per CPU, the FIFO ---------------------------------------------- */
-static int pend_oldest(Feed *f, uint64_t *ts) {
+/* the oldest open event of buffer b (or of all buffers, b NULL) */
+static int pend_oldest(Feed *f, Buf *b, uint64_t *ts) {
     int any = 0;
-    for (int i = 0; i < f->nst; i++)
-        for (int k = 0; k < f->st[i].n; k++)
-            if (!any || f->st[i].open[k].ts < *ts) {
-                *ts = f->st[i].open[k].ts;
-                any = 1;
-            }
+    for (int j = 0; j < f->nbuf; j++) {
+        Buf *x = &f->bufs[j];
+        if (b && x != b)
+            continue;
+        for (int i = 0; i < x->nst; i++)
+            for (int k = 0; k < x->st[i].n; k++)
+                if (!any || x->st[i].open[k].ts < *ts) {
+                    *ts = x->st[i].open[k].ts;
+                    any = 1;
+                }
+    }
     return any;
 }
 
@@ -772,7 +810,7 @@ static int drain(Feed *f) {                         /* FtraceFeed._drain */
     if (i >= f->flen || f->fifo[i]->outcome < 0)
         return 0;
     uint64_t oldest = 0;
-    int any = pend_oldest(f, &oldest);
+    int any = pend_oldest(f, NULL, &oldest);
     while (i < f->flen) {
         Smp *s = f->fifo[i];
         if (s->outcome < 0 || (any && oldest < s->ts))
@@ -835,7 +873,7 @@ static void pend_clear(Pend *p) {
 }
 
 /* FtraceFeed._close: open event k of CPU c has its companions: a Sample */
-static int close_pend(Feed *f, CpuSt *c, int k) {
+static int close_pend(Feed *f, Buf *b, CpuSt *c, int k) {
     Pend p = c->open[k];
     memmove(c->open + k, c->open + k + 1, (c->n - k - 1) * sizeof(Pend));
     c->n--;
@@ -849,6 +887,7 @@ static int close_pend(Feed *f, CpuSt *c, int k) {
     s->cpu = c->id;
     s->ts = p.ts;
     s->type = p.type;
+    s->buf = (int)(b - f->bufs);
     s->kernel = p.kernel ? p.kernel : PyTuple_New(0);
     p.kernel = NULL;
     s->has_cookie = p.has_cookie;
@@ -864,7 +903,7 @@ static int close_pend(Feed *f, CpuSt *c, int k) {
         return -1;
     }
     if (s->has_cookie) {
-        Task *t = task(f, s->tid);
+        Task *t = task(b, s->tid);
         if (!t) {
             pend_clear(&p);
             smp_free(s);
@@ -878,7 +917,7 @@ static int close_pend(Feed *f, CpuSt *c, int k) {
         smp_free(s);
         return -1;
     }
-    int r = st_sample(f, s);
+    int r = st_sample(f, b, s);
     if (r == 0 && (p.role == R_EXIT || p.role == R_FORK)) {
         I128 v = p.exit;
         int has = p.has_exit;
@@ -894,10 +933,10 @@ static int close_pend(Feed *f, CpuSt *c, int k) {
             }
         }
         if (r == 0 && p.role == R_EXIT)
-            r = st_exit(f, v, p.ts);
+            r = st_exit(f, b, v, p.ts);
         else if (r == 0 && has) {
-            r = st_reuse(f, v);
-            Task *t = r == 0 ? map_get(&f->tasks, v) : NULL;
+            r = st_reuse(f, b, v);
+            Task *t = r == 0 ? map_get(&b->tasks, v) : NULL;
             if (t)
                 t->nent = 0;            /* entries.pop(child) */
         }
@@ -908,88 +947,96 @@ static int close_pend(Feed *f, CpuSt *c, int k) {
     return drain(f);
 }
 
-static int close_cpu(Feed *f, CpuSt *c) {
+static int close_cpu(Feed *f, Buf *b, CpuSt *c) {
     while (c->n)
-        if (close_pend(f, c, 0) < 0)
+        if (close_pend(f, b, c, 0) < 0)
             return -1;
     return 0;
 }
 
-/* the open CPUs in the order the Python feed's `open` dict has them */
-static int open_order(Feed *f, int *idx) {
+/* the open CPUs (of buffer only, or of all: only NULL) in the order of the Python feed's `open`
+ * dict: [(buffer, CPU)] in *out */
+typedef struct { Buf *b; CpuSt *c; } Open;
+
+static int open_order(Feed *f, Buf *only, Open *out) {
     int n = 0;
-    for (int i = 0; i < f->nst; i++)
-        if (f->st[i].n)
-            idx[n++] = i;
+    for (int j = 0; j < f->nbuf; j++) {
+        Buf *b = &f->bufs[j];
+        if (only && b != only)
+            continue;
+        for (int i = 0; i < b->nst; i++)
+            if (b->st[i].n)
+                out[n++] = (Open){b, &b->st[i]};
+    }
     for (int a = 1; a < n; a++)
-        for (int b = a; b > 0 && f->st[idx[b]].ostamp < f->st[idx[b - 1]].ostamp; b--) {
-            int x = idx[b];
-            idx[b] = idx[b - 1];
-            idx[b - 1] = x;
+        for (int k = a; k > 0 && out[k].c->ostamp < out[k - 1].c->ostamp; k--) {
+            Open x = out[k];
+            out[k] = out[k - 1];
+            out[k - 1] = x;
         }
     return n;
 }
 
-static int flush_pid(Feed *f, I128 pid) {
-    int idx[f->nst > 0 ? f->nst : 1];
-    int n = open_order(f, idx);
+static int nopen_max(Feed *f) {
+    int n = 0;
+    for (int j = 0; j < f->nbuf; j++)
+        n += f->bufs[j].nst;
+    return n > 0 ? n : 1;
+}
+
+static int flush_pid(Feed *f, Buf *b, I128 pid) {
+    Open *idx = PyMem_Malloc(nopen_max(f) * sizeof(Open));
+    if (!idx)
+        return PyErr_NoMemory(), -1;
+    int n = open_order(f, b, idx);
     for (int i = 0; i < n; i++) {
-        CpuSt *c = &f->st[idx[i]];
+        CpuSt *c = idx[i].c;
         for (int k = 0; k < c->n;) {
             if (c->open[k].pid == pid) {
-                if (close_pend(f, c, k) < 0)
+                if (close_pend(f, b, c, k) < 0) {
+                    PyMem_Free(idx);
                     return -1;
+                }
             } else {
                 k++;
             }
         }
     }
+    PyMem_Free(idx);
     return 0;
 }
 
-static void prune(Feed *f) {                       /* FtraceFeed._prune */
+static void prune(Feed *f, Buf *b) {               /* FtraceFeed._prune */
     uint64_t lo = 0;
-    int any = pend_oldest(f, &lo);
-    for (size_t j = 0; j < f->tasks.cap; j++) {
-        if (!f->tasks.s[j].used)
+    int any = pend_oldest(f, b, &lo);
+    for (size_t j = 0; j < b->tasks.cap; j++) {
+        if (!b->tasks.s[j].used)
             continue;
-        Task *t = f->tasks.s[j].val;
+        Task *t = b->tasks.s[j].val;
         for (Smp *s = t->qhead; s; s = s->qnext)
             if (!any || s->ts < lo)
                 lo = s->ts, any = 1;
         if (t->nent && (!any || t->ent[t->nent - 1].first < lo))
             lo = t->ent[t->nent - 1].first, any = 1;
     }
-    size_t from = f->nwin;
+    size_t from = b->nwin;
     if (any) {
-        size_t a = 0, b = f->nwin;
-        while (a < b) {
-            size_t mid = (a + b) / 2;
-            if (f->win[mid].b < lo)
+        size_t a = 0, z = b->nwin;
+        while (a < z) {
+            size_t mid = (a + z) / 2;
+            if (b->win[mid].b < lo)
                 a = mid + 1;
             else
-                b = mid;
+                z = mid;
         }
         from = a;
     }
-    memmove(f->win, f->win + from, (f->nwin - from) * sizeof(Window));
-    f->nwin -= from;
-    f->prune_at = 2 * f->nwin + 1024;
+    memmove(b->win, b->win + from, (b->nwin - from) * sizeof(Window));
+    b->nwin -= from;
+    b->prune_at = 2 * b->nwin + 1024;
 }
 
 /* ---- one record ------------------------------------------------------------------------------ */
-/* a record as walker_next hands it out: copied, the walker already at the CPU's next one */
-typedef struct {
-    int cpu, index;                     /* the CPU number; its walker index */
-    uint64_t ts;
-    long long missed;
-    int64_t off;
-    const unsigned char *d;
-    uint32_t len;
-    int type, pid;
-    PyObject *obj;
-} Rec;
-
 static PyObject *rec_obj(Feed *f, void *rv) {
     Rec *r = rv;
     if (!r->obj)
@@ -1031,7 +1078,7 @@ static int numbers(Feed *f, const Spec *s, Rec *r, int kind, I128 **out, int64_t
         if (!*out)
             return PyErr_NoMemory(), -1;
         for (int64_t i = 0; i < *n; i++)
-            (*out)[i] = elem_at(f->w, r->d + st + i * s->elem, s->elem, s->sign);
+            (*out)[i] = elem_at(f->bufs[0].w, r->d + st + i * s->elem, s->elem, s->sign);
         return 0;
     }
     PyObject *o = slow_rec(f, kind, r);
@@ -1096,9 +1143,9 @@ static PyObject *path_of(Feed *f, int has_key, I128 key, int has_dev, I128 dev) 
     return p;
 }
 
-static int unwind_stack(Feed *f, const TypeInfo *ti, Rec *r) {   /* FtraceFeed._unwind_stack */
+static int unwind_stack(Feed *f, Buf *b, const TypeInfo *ti, Rec *r) {   /* FtraceFeed._unwind_stack */
     I128 pid = r->pid, cookie = 0;
-    if (flush_pid(f, pid) < 0)
+    if (flush_pid(f, b, pid) < 0)
         return -1;
     I128 *stack = NULL, *keys = NULL, *devs = NULL;
     int64_t ns, nk = -1, nd;
@@ -1135,10 +1182,10 @@ static int unwind_stack(Feed *f, const TypeInfo *ti, Rec *r) {   /* FtraceFeed._
         }
         Py_DECREF(o);
     }
-    f->stacks_fed++;
-    if (st_deferred(f, pid, cookie, r->ts, frames) < 0)
+    b->stacks++;
+    if (st_deferred(f, b, pid, cookie, r->ts, frames) < 0)
         goto out;
-    Task *t = map_get(&f->tasks, pid);
+    Task *t = map_get(&b->tasks, pid);
     if (t && t->nent) {                 /* the entries before this stack's are over */
         int i = 0;
         while (i < t->nent && t->ent[i].cookie != cookie)
@@ -1157,7 +1204,7 @@ out:
     return ret;
 }
 
-static int companion(Feed *f, const TypeInfo *ti, CpuSt *c, Rec *r) {
+static int companion(Feed *f, Buf *b, const TypeInfo *ti, CpuSt *c, Rec *r) {
     int k = owner(c, r->pid, ti->role);
     if (k < 0) {
         f->anom[ti->role == R_KERNEL ? A_KS_ALONE : ti->role == R_COOKIE ? A_COOKIE_ALONE
@@ -1209,7 +1256,7 @@ static int companion(Feed *f, const TypeInfo *ti, CpuSt *c, Rec *r) {
         p->has_tgid = g;
         p->tgid = v;
     }
-    return close_pend(f, c, k);
+    return close_pend(f, b, c, k);
 }
 
 /* FtraceFeed._inode: paths[(inode or hash, dev or None)] = path; Python's where C cannot read */
@@ -1247,7 +1294,7 @@ static int inode(Feed *f, const TypeInfo *ti, Rec *r) {
     return ret;
 }
 
-static int event(Feed *f, Rec *r) {                                /* FtraceFeed.event */
+static int event(Feed *f, Buf *b, Rec *r) {                        /* FtraceFeed.event */
     const TypeInfo *ti = r->type >= 0 && r->type < f->ntypes && f->types[r->type].role >= 0
                          ? &f->types[r->type] : NULL;
     if (ti)
@@ -1256,23 +1303,24 @@ static int event(Feed *f, Rec *r) {                                /* FtraceFeed
         f->counts_none++;
         f->anom[A_NOTYPE]++;
     }
-    CpuSt *c = &f->st[f->st_of[r->index]];
+    CpuSt *c = &b->st[b->st_of[r->index]];
     int ret = 0;
     if (r->missed) {
-        if (close_cpu(f, c) < 0)
+        if (close_cpu(f, b, c) < 0)
             return -1;
         long long m = r->missed;
-        f->lost_seq++;
+        b->lost_seq++;
         f->lost_records++;
+        b->lost_records++;
         unsigned long long add = m > 0 ? (unsigned long long)m : 0;
         f->lost_events = add > UINT64_MAX - f->lost_events ? UINT64_MAX : f->lost_events + add;
-        if (grow((void **)&f->win, &f->wcap, f->nwin + 1, sizeof(Window)) < 0)
+        if (grow((void **)&b->win, &b->wcap, b->nwin + 1, sizeof(Window)) < 0)
             return -1;
-        f->win[f->nwin++] = (Window){r->ts, c->last, c->has_last};
-        if (f->nwin > f->prune_at)
-            prune(f);
+        b->win[b->nwin++] = (Window){r->ts, c->last, c->has_last};
+        if (b->nwin > b->prune_at)
+            prune(f, b);
         if (m > 0)
-            f->buf_lost_events += (unsigned long long)m;
+            b->lost_events += (unsigned long long)m;
         else
             f->anom[A_NOCOUNT]++;
     }
@@ -1280,9 +1328,9 @@ static int event(Feed *f, Rec *r) {                                /* FtraceFeed
     c->has_last = 1;
     int role = ti ? ti->role : R_PLAIN;
     if (role == R_KERNEL || role == R_COOKIE || role == R_USTACK) {
-        ret = companion(f, ti, c, r);
+        ret = companion(f, b, ti, c, r);
     } else if (role == R_UNWIND) {
-        ret = unwind_stack(f, ti, r);
+        ret = unwind_stack(f, b, ti, r);
     } else if (role == R_INODE) {
         ret = flush(f) < 0 ? -1 : inode(f, ti, r);  /* the sink names with the paths so far */
     } else {
@@ -1308,7 +1356,7 @@ static int event(Feed *f, Rec *r) {                                /* FtraceFeed
             }
         }
         if (ret == 0 && c->n > MAX_NEST)
-            ret = close_pend(f, c, 0);
+            ret = close_pend(f, b, c, 0);
     }
     Py_CLEAR(r->obj);
     return ret;
@@ -1330,17 +1378,16 @@ static int spec_of(PyObject *o, Spec *s) {
     return 0;
 }
 
-/* Feed(walker, {type id: (role, specs)}, max id, peek ids, mode, sink, slow, paths, no_file,
- *      anon, unknown_path, max_pending, exit_grace) */
+/* Feed([(walker, peek ids)] a buffer each, {type id: (role, specs)}, max id, mode, sink, slow,
+ *      paths, no_file, anon, unknown_path, max_pending, exit_grace) */
 static int feed_init(Feed *f, PyObject *args, PyObject *kw) {
-    PyObject *types, *peek;
+    PyObject *types;
     long long grace;
-    if (!PyArg_ParseTuple(args, "O!O!iO!iOOO!UUOLL", &WalkerType, &f->w, &PyDict_Type, &types,
-                          &f->ntypes, &PyList_Type, &peek, &f->mode, &f->sink, &f->slow,
-                          &PyDict_Type, &f->paths, &f->no_file, &f->anon, &f->unknown_path,
-                          &f->max_pending, &grace))
+    if (!PyArg_ParseTuple(args, "O!O!iiOOO!UUOLL", &PyList_Type, &f->walkers, &PyDict_Type, &types,
+                          &f->ntypes, &f->mode, &f->sink, &f->slow, &PyDict_Type, &f->paths,
+                          &f->no_file, &f->anon, &f->unknown_path, &f->max_pending, &grace))
         return -1;
-    Py_INCREF(f->w);
+    Py_INCREF(f->walkers);
     Py_INCREF(f->sink);
     Py_INCREF(f->slow);
     Py_INCREF(f->paths);
@@ -1348,7 +1395,7 @@ static int feed_init(Feed *f, PyObject *args, PyObject *kw) {
     Py_INCREF(f->anon);
     Py_INCREF(f->unknown_path);
     f->exit_grace = grace;
-    f->no_vma = f->w->long8 ? UINT64_MAX : 0xFFFFFFFFULL;
+    f->failed = -1;
     if (f->ntypes < 0 || f->ntypes > 1 << 20) {
         PyErr_SetString(PyExc_ValueError, "Feed: type ids");
         return -1;
@@ -1377,57 +1424,95 @@ static int feed_init(Feed *f, PyObject *args, PyObject *kw) {
             if (spec_of(PyTuple_GET_ITEM(specs, i), &f->types[id].f[i]) < 0)
                 return -1;
     }
-    f->npeek = (int)PyList_GET_SIZE(peek);
-    f->peek_ids = PyMem_Calloc(f->npeek ? f->npeek : 1, sizeof(int));
-    int nc = f->w->ncpus;
-    f->st = PyMem_Calloc(nc ? nc : 1, sizeof(CpuSt));
-    f->st_of = PyMem_Calloc(nc ? nc : 1, sizeof(int));
-    if (!f->peek_ids || !f->st || !f->st_of)
+    Py_ssize_t nb = PyList_GET_SIZE(f->walkers);
+    if (nb < 1) {
+        PyErr_SetString(PyExc_ValueError, "Feed: no buffer");
+        return -1;
+    }
+    f->bufs = PyMem_Calloc(nb, sizeof(Buf));
+    if (!f->bufs)
         return PyErr_NoMemory(), -1;
-    for (int i = 0; i < f->npeek; i++) {
-        f->peek_ids[i] = (int)PyLong_AsLong(PyList_GET_ITEM(peek, i));
-        if (f->peek_ids[i] == -1 && PyErr_Occurred())
+    f->nbuf = (int)nb;
+    for (Py_ssize_t j = 0; j < nb; j++) {
+        Buf *b = &f->bufs[j];
+        PyObject *peek;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(f->walkers, j), "O!O!", &WalkerType, &b->w,
+                              &PyList_Type, &peek))
             return -1;
+        if (j == 0)
+            f->no_vma = b->w->long8 ? UINT64_MAX : 0xFFFFFFFFULL;
+        b->npeek = (int)PyList_GET_SIZE(peek);
+        b->peek_ids = PyMem_Calloc(b->npeek ? b->npeek : 1, sizeof(int));
+        int nc = b->w->ncpus;
+        b->st = PyMem_Calloc(nc ? nc : 1, sizeof(CpuSt));
+        b->st_of = PyMem_Calloc(nc ? nc : 1, sizeof(int));
+        b->head_data = PyMem_Malloc(b->w->page_size);
+        if (!b->peek_ids || !b->st || !b->st_of || !b->head_data)
+            return PyErr_NoMemory(), -1;
+        for (int i = 0; i < b->npeek; i++) {
+            b->peek_ids[i] = (int)PyLong_AsLong(PyList_GET_ITEM(peek, i));
+            if (b->peek_ids[i] == -1 && PyErr_Occurred())
+                return -1;
+        }
+        for (int i = 0; i < nc; i++) {      /* one state per CPU number, as the feed keys them */
+            int x = 0;
+            while (x < b->nst && b->st[x].id != b->w->cpus[i].id)
+                x++;
+            if (x == b->nst)
+                b->st[b->nst++].id = b->w->cpus[i].id;
+            b->st_of[i] = x;
+        }
+        b->prune_at = 1024;
     }
-    for (int i = 0; i < nc; i++) {      /* one state per CPU number, as the feed keys them */
-        int j = 0;
-        while (j < f->nst && f->st[j].id != f->w->cpus[i].id)
-            j++;
-        if (j == f->nst)
-            f->st[f->nst++].id = f->w->cpus[i].id;
-        f->st_of[i] = j;
-    }
-    f->prune_at = 1024;
-    f->scratch = PyMem_Malloc(f->w->page_size);
-    if (!f->scratch)
-        return PyErr_NoMemory(), -1;
     f->first_unmatched = PyList_New(0);
     f->orphans = PyList_New(0);
     f->batch = PyList_New(0);
     return f->first_unmatched && f->orphans && f->batch ? 0 : -1;
 }
 
-/* run(): every record to the end (None), or the exception (Damaged, slow()'s FormatError) */
+/* Take buffer b's next record as its head (copied: the walker moves on): 1, 0 at its end, -1
+ * with Damaged raised (f->failed says which buffer). */
+static int take_head(Feed *f, Buf *b) {
+    Walker *w = b->w;
+    Cpu *best;
+    b->has_head = 0;
+    int got = td_pick(w, &best);
+    if (got < 0)
+        f->failed = (int)(b - f->bufs);
+    if (got <= 0)
+        return got;
+    const unsigned char *p = best->buf + w->start + best->rec_index;
+    memcpy(b->head_data, p, best->rec_size);
+    b->head = (Rec){best->id, (int)(best - w->cpus), best->rec_ts, best->rec_missed,
+                    best->rec_off, b->head_data, best->rec_size, td_type(w, p), td_pid(w, p), NULL};
+    best->records++;
+    td_advance(w, best);            /* as walker_next: the CPU holds its next record */
+    b->has_head = 1;
+    return 1;
+}
+
+/* run(): every record to the end (None), or the exception (Damaged, slow()'s FormatError).
+ * The buffers' records merge as heapq.merge merges bridge.Trace's buffers: a head each, taken
+ * in buffer order; the earliest goes (ties: the lower buffer), then its buffer's next. */
 static PyObject *feed_run(Feed *f, PyObject *unused) {
     if (f->finished) {
         PyErr_SetString(PyExc_RuntimeError, "Feed: already finished");
         return NULL;
     }
-    Walker *w = f->w;
-    for (;;) {
-        Cpu *best;
-        int got = td_pick(w, &best);
-        if (got < 0)
+    for (int j = 0; j < f->nbuf; j++)
+        if (take_head(f, &f->bufs[j]) < 0)
             return NULL;            /* finish() hands on what is batched, then the rest */
-        if (!got)
+    for (;;) {
+        Buf *b = NULL;
+        for (int j = 0; j < f->nbuf; j++)
+            if (f->bufs[j].has_head && (!b || f->bufs[j].head.ts < b->head.ts))
+                b = &f->bufs[j];
+        if (!b)
             break;
-        const unsigned char *p = best->buf + w->start + best->rec_index;
-        memcpy(f->scratch, p, best->rec_size);
-        Rec r = {best->id, (int)(best - w->cpus), best->rec_ts, best->rec_missed, best->rec_off,
-                 f->scratch, best->rec_size, td_type(w, p), td_pid(w, p), NULL};
-        best->records++;
-        td_advance(w, best);            /* as walker_next: the CPU holds its next record */
-        if (event(f, &r) < 0)
+        Rec r = b->head;
+        int ok = event(f, b, &r);
+        b->has_head = 0;
+        if (ok < 0 || take_head(f, b) < 0)
             return NULL;
     }
     if (flush(f) < 0)
@@ -1445,48 +1530,40 @@ static int cmp_sstamp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* finish(): FtraceFeed.finish + Stitcher.finish, then the last of the FIFO */
-static PyObject *feed_finish(Feed *f, PyObject *unused) {
-    if (f->finished)
-        Py_RETURN_NONE;
-    f->finished = 1;
-    int idx[f->nst > 0 ? f->nst : 1];
-    int n = open_order(f, idx);
-    for (int i = 0; i < n; i++)
-        if (close_cpu(f, &f->st[idx[i]]) < 0)
-            return NULL;
-    while (f->exlen) {
-        I128 tid = f->ex[f->exhead].tid;
-        f->exhead++;
-        f->exlen--;
-        if (exited_now(f, tid) < 0)
-            return NULL;
+/* Stitcher.finish of buffer b: exited tasks, then what still waits, then unserved stacks */
+static int buf_finish(Feed *f, Buf *b) {
+    while (b->exlen) {
+        I128 tid = b->ex[b->exhead].tid;
+        b->exhead++;
+        b->exlen--;
+        if (exited_now(f, b, tid) < 0)
+            return -1;
     }
     size_t nt = 0;
-    Task **ts = PyMem_Malloc((f->tasks.n ? f->tasks.n : 1) * sizeof(Task *));
+    Task **ts = PyMem_Malloc((b->tasks.n ? b->tasks.n : 1) * sizeof(Task *));
     if (!ts)
-        return PyErr_NoMemory();
-    for (size_t j = 0; j < f->tasks.cap; j++)
-        if (f->tasks.s[j].used && ((Task *)f->tasks.s[j].val)->qhead)
-            ts[nt++] = f->tasks.s[j].val;
+        return PyErr_NoMemory(), -1;
+    for (size_t j = 0; j < b->tasks.cap; j++)
+        if (b->tasks.s[j].used && ((Task *)b->tasks.s[j].val)->qhead)
+            ts[nt++] = b->tasks.s[j].val;
     qsort(ts, nt, sizeof(Task *), cmp_stamp);
     for (size_t i = 0; i < nt; i++)
-        for (Smp *s = take_queue(f, ts[i]), *nx; s; s = nx) {
+        for (Smp *s = take_queue(b, ts[i]), *nx; s; s = nx) {
             nx = s->qnext;
             if (resolve(f, s, K_ENDED) < 0) {
                 PyMem_Free(ts);
-                return NULL;
+                return -1;
             }
         }
-    while (f->olen) {
-        order_drop(f, f->order[f->ohead]);
-        f->ohead++;
-        f->olen--;
+    while (b->olen) {
+        order_drop(f, b->order[b->ohead]);
+        b->ohead++;
+        b->olen--;
     }
     nt = 0;
-    for (size_t j = 0; j < f->tasks.cap; j++)
-        if (f->tasks.s[j].used && ((Task *)f->tasks.s[j].val)->stack)
-            ts[nt++] = f->tasks.s[j].val;
+    for (size_t j = 0; j < b->tasks.cap; j++)
+        if (b->tasks.s[j].used && ((Task *)b->tasks.s[j].val)->stack)
+            ts[nt++] = b->tasks.s[j].val;
     qsort(ts, nt, sizeof(Task *), cmp_sstamp);
     for (size_t i = 0; i < nt; i++) {
         Stk *st = ts[i]->stack;
@@ -1496,23 +1573,63 @@ static PyObject *feed_finish(Feed *f, PyObject *unused) {
         stk_free(st);
         if (r < 0) {
             PyMem_Free(ts);
-            return NULL;
+            return -1;
         }
     }
     PyMem_Free(ts);
+    return 0;
+}
+
+/* finish(): FtraceFeed.finish: what is open on every CPU closed, each buffer's stitcher
+ * finished (in buffer order), then the last of the FIFO */
+static PyObject *feed_finish(Feed *f, PyObject *unused) {
+    if (f->finished)
+        Py_RETURN_NONE;
+    f->finished = 1;
+    Open *idx = PyMem_Malloc(nopen_max(f) * sizeof(Open));
+    if (!idx)
+        return PyErr_NoMemory();
+    int n = open_order(f, NULL, idx);
+    for (int i = 0; i < n; i++)
+        if (close_cpu(f, idx[i].b, idx[i].c) < 0) {
+            PyMem_Free(idx);
+            return NULL;
+        }
+    PyMem_Free(idx);
+    for (int j = 0; j < f->nbuf; j++)
+        if (buf_finish(f, &f->bufs[j]) < 0)
+            return NULL;
     if (drain(f) < 0 || flush(f) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
+static PyObject *u128(unsigned __int128 v) {
+    PyObject *hi = PyLong_FromUnsignedLongLong((unsigned long long)(v >> 64));
+    PyObject *sh = PyLong_FromLong(64);
+    PyObject *big = hi && sh ? PyNumber_Lshift(hi, sh) : NULL;
+    PyObject *lo = big ? PyLong_FromUnsignedLongLong((unsigned long long)v) : NULL;
+    PyObject *sum = lo ? PyNumber_Add(big, lo) : NULL;
+    Py_XDECREF(hi);
+    Py_XDECREF(sh);
+    Py_XDECREF(big);
+    Py_XDECREF(lo);
+    return sum;
+}
+
+static PyObject *keys(const unsigned long long *v) {
+    PyObject *l = PyList_New(NKEYS);
+    for (int i = 0; l && i < NKEYS; i++)
+        PyList_SET_ITEM(l, i, PyLong_FromUnsignedLongLong(v[i]));
+    return l;
+}
+
 /* counts(): what the report needs, for engine.py to fill a StitchReport */
 static PyObject *feed_counts(Feed *f, PyObject *unused) {
-    PyObject *unm = PyList_New(NKEYS), *cells = PyList_New(f->ncells), *types = PyDict_New(),
-             *anom = PyList_New(NANOM);
-    if (!unm || !cells || !types || !anom)
+    PyObject *cells = PyList_New(f->ncells), *types = PyDict_New(), *anom = PyList_New(NANOM),
+             *bufs = PyList_New(f->nbuf);
+    if (!cells || !types || !anom || !bufs)
         goto fail;
-    for (int i = 0; i < NKEYS; i++)
-        PyList_SET_ITEM(unm, i, PyLong_FromUnsignedLongLong(f->unmatched[i]));
     for (int i = 0; i < NANOM; i++)
         PyList_SET_ITEM(anom, i, PyLong_FromUnsignedLongLong(f->anom[i]));
     for (size_t i = 0; i < f->ncells; i++)
@@ -1529,71 +1646,86 @@ static PyObject *feed_counts(Feed *f, PyObject *unused) {
             Py_DECREF(k);
             Py_DECREF(v);
         }
-    PyObject *lost = PyNumber_Lshift(PyLong_FromUnsignedLongLong((unsigned long long)(f->buf_lost_events >> 64)),
-                                     PyLong_FromLong(64));
-    if (lost) {
-        PyObject *lo = PyLong_FromUnsignedLongLong((unsigned long long)f->buf_lost_events);
-        PyObject *sum = lo ? PyNumber_Add(lost, lo) : NULL;
-        Py_XDECREF(lo);
-        Py_DECREF(lost);
-        lost = sum;
+    for (int j = 0; j < f->nbuf; j++) {
+        Buf *b = &f->bufs[j];
+        PyObject *d = Py_BuildValue("{sKsKsKsKsNsKsKsN}", "samples", b->samples, "stitched",
+                                    b->stitched, "stitched_after_stack", b->after, "passed",
+                                    b->passed, "unmatched", keys(b->unmatched), "deferred_records",
+                                    b->stacks, "lost_records", b->lost_records, "lost_events",
+                                    u128(b->lost_events));
+        if (!d)
+            goto fail;
+        PyList_SET_ITEM(bufs, j, d);
     }
-    if (!lost)
-        goto fail;
     return Py_BuildValue(
-        "{sKsKsKsKsNsKsKsKsKsKsKsLsOsOsNsNsKsNsN}", "samples", f->samples, "stitched", f->stitched,
-        "stitched_after_stack", f->after, "passed", f->passed, "unmatched", unm,
+        "{sKsKsKsKsNsKsKsKsKsKsLsOsOsNsNsKsNsN}", "samples", f->samples, "stitched", f->stitched,
+        "stitched_after_stack", f->after, "passed", f->passed, "unmatched", keys(f->unmatched),
         "deferred_records", f->deferred, "duplicate_deferred", f->duplicate,
         "orphan_deferred", f->orphans_n, "lost_records", f->lost_records,
-        "lost_events", f->lost_events, "stacks", f->stacks_fed, "max_pending",
-        f->max_pending_seen, "first_unmatched", f->first_unmatched, "orphans", f->orphans,
-        "cells", cells, "types", types, "untyped", f->counts_none, "anomalies", anom,
-        "buffer_lost_events", lost);
+        "lost_events", f->lost_events, "max_pending", f->max_pending_seen,
+        "first_unmatched", f->first_unmatched, "orphans", f->orphans, "cells", cells,
+        "types", types, "untyped", f->counts_none, "anomalies", anom, "buffers", bufs);
 fail:
-    Py_XDECREF(unm);
     Py_XDECREF(cells);
     Py_XDECREF(types);
     Py_XDECREF(anom);
+    Py_XDECREF(bufs);
     return NULL;
 }
 
+static PyObject *feed_failed(Feed *f, void *unused) {
+    return PyLong_FromLong(f->failed);
+}
+
+static PyGetSetDef feed_getset[] = {
+    {"failed", (getter)feed_failed, NULL, "the buffer whose damage was raised, or -1", NULL},
+    {NULL}
+};
+
 static void feed_dealloc(Feed *f) {
-    for (int i = 0; i < f->nst; i++)
-        for (int k = 0; k < f->st[i].n; k++)
-            pend_clear(&f->st[i].open[k]);
+    for (int j = 0; j < f->nbuf; j++) {
+        Buf *b = &f->bufs[j];
+        for (int i = 0; i < b->nst; i++)
+            for (int k = 0; k < b->st[i].n; k++)
+                pend_clear(&b->st[i].open[k]);
+    }
     for (size_t i = f->fhead; i < f->flen; i++)
         if (f->fifo[i]) {
             f->fifo[i]->handed = 1;
             if (!f->fifo[i]->in_order)
                 smp_free(f->fifo[i]);
         }
-    for (size_t i = 0; i < f->olen; i++) {
-        Smp *s = f->order[f->ohead + i];
-        s->in_order = 0;
-        if (s->handed)
-            smp_free(s);
-    }
-    for (size_t j = 0; j < f->tasks.cap; j++)
-        if (f->tasks.s[j].used) {
-            Task *t = f->tasks.s[j].val;
-            /* its pending samples are in the FIFO, freed there */
-            stk_free(t->stack);
-            PyMem_Free(t);
+    for (int j = 0; j < f->nbuf; j++) {
+        Buf *b = &f->bufs[j];
+        for (size_t i = 0; i < b->olen; i++) {
+            Smp *s = b->order[b->ohead + i];
+            s->in_order = 0;
+            if (s->handed)
+                smp_free(s);
         }
-    PyMem_Free(f->tasks.s);
+        for (size_t x = 0; x < b->tasks.cap; x++)
+            if (b->tasks.s[x].used) {       /* its pending samples are in the FIFO, freed there */
+                Task *t = b->tasks.s[x].val;
+                stk_free(t->stack);
+                PyMem_Free(t);
+            }
+        PyMem_Free(b->tasks.s);
+        PyMem_Free(b->order);
+        PyMem_Free(b->ex);
+        PyMem_Free(b->win);
+        PyMem_Free(b->st);
+        PyMem_Free(b->st_of);
+        PyMem_Free(b->peek_ids);
+        PyMem_Free(b->head_data);
+        Py_XDECREF(b->head.obj);
+    }
+    PyMem_Free(f->bufs);
     PyMem_Free(f->cellmap.s);
     PyMem_Free(f->cells);
     PyMem_Free(f->fifo);
-    PyMem_Free(f->order);
-    PyMem_Free(f->ex);
-    PyMem_Free(f->win);
     PyMem_Free(f->types);
     PyMem_Free(f->counts);
-    PyMem_Free(f->st);
-    PyMem_Free(f->st_of);
-    PyMem_Free(f->peek_ids);
-    PyMem_Free(f->scratch);
-    Py_XDECREF(f->w);
+    Py_XDECREF(f->walkers);
     Py_XDECREF(f->sink);
     Py_XDECREF(f->slow);
     Py_XDECREF(f->paths);
@@ -1624,6 +1756,7 @@ static PyTypeObject FeedType = {
     .tp_init = (initproc)feed_init,
     .tp_dealloc = (destructor)feed_dealloc,
     .tp_methods = feed_methods,
+    .tp_getset = feed_getset,
 };
 
 PyObject *td_feed_type(void) {

@@ -1,7 +1,7 @@
 """reader.FtraceFeed on the C engine (``_tracedat.Feed``, deferstitch/_tracefeed.c): the same
 samples in the same order, the same report, at the speed of the page reader.
 
-    feed(trace, ...)    an EngineFeed where the engine can read the file (one buffer, walked
+    feed(trace, ...)    an EngineFeed where the engine can read the file (every buffer walked
                         by our page reader: pages.walker), else the Python FtraceFeed
 
 The Python feed stays the definition (and the trace-cmd plugin's). The engine reads a field
@@ -43,12 +43,10 @@ class _NoType:
 
 
 def usable(trace):
-    """The engine reads this file: built, allowed, one buffer, our page reader walking it."""
-    h = trace._h
+    """The engine reads this file: built, allowed, our page reader walking every buffer."""
     return (pages.available() and hasattr(pages._tracedat, "Feed") and pages.accel_allowed()
-            and os.environ.get("DEFERSTITCH_TRACE_FEED") != "python"
-            and len(trace.handles) == 1 and not trace.unreadable
-            and getattr(h, "_walk", None) is not None)
+            and os.environ.get("DEFERSTITCH_TRACE_FEED") != "python" and not trace.unreadable
+            and all(getattr(h, "_walk", None) is not None for h in trace.handles.values()))
 
 
 def feed(trace, resolved=None, sample=None, stitched=None, max_pending=DEFAULT_MAX_PENDING,
@@ -116,15 +114,14 @@ class EngineFeed:
         self.report.source = "ftrace"
         self._py = reader.FtraceFeed(long_size=trace.long_size)     # its field readers
         self._py.paths, self._py.anomalies = self.paths, self.anomalies
-        h = trace._h
-        self._h = h
+        self._handles = list(trace.handles.values())     # TOP, then the instances
         types = _types(trace)
         mode = MODE_SAMPLES if sample else MODE_RESOLVED if stitched else MODE_NONE
         sink = self._samples if sample else self._stitched
+        walkers = [(h._walk, [h._ids.get(i, i) for i in range(h.cpus)]) for h in self._handles]
         self._c = pages._tracedat.Feed(
-            h._walk, types, max(types, default=0), [h._ids.get(i, i) for i in range(h.cpus)],
-            mode, sink, self._slow, self.paths, reader.NO_FILE, reader.ANON, self._unknown,
-            max_pending, exit_grace)
+            walkers, types, max(types, default=0), mode, sink, self._slow, self.paths,
+            reader.NO_FILE, reader.ANON, self._unknown, max_pending, exit_grace)
         self._comm = trace.comm
         self._comms = {}
         self._refs = {tid: t for tid, t in trace.types.items()}
@@ -133,14 +130,15 @@ class EngineFeed:
     # -- the loop -----------------------------------------------------------------------------
     def run(self, events=None):
         """Every record (``events`` is the trace: the engine walks its pages itself)."""
-        w = self._h._walk
         try:
             self._c.run()
-        except pages.Damaged as err:
-            self._h.records = w.records
-            self._h._unchanged()
-            raise self._h._damaged(*err.args) from None
-        self._h.records = w.records
+        except pages.Damaged as err:     # as Handle.iter_records says it, of its buffer
+            h = self._handles[self._c.failed]
+            h.records = h._walk.records
+            h._unchanged()
+            raise h._damaged(*err.args) from None
+        for h in self._handles:
+            h.records = h._walk.records
         return self.finish()
 
     def finish(self):
@@ -235,10 +233,11 @@ class EngineFeed:
         for name, n in zip(ANOMALIES, c["anomalies"]):
             if n:
                 anomalies[name] += n
-        top = {"samples": c["samples"], "stitched": c["stitched"],
-               "stitched_after_stack": c["stitched_after_stack"], "passed": c["passed"],
-               "unmatched": dict(sorted(unmatched.items())), "deferred_records": c["stacks"],
-               "lost_records": c["lost_records"], "lost_events": c["buffer_lost_events"]}
+        buffers = {}
+        for name, b in zip(self.trace.handles, c["buffers"]):
+            b["unmatched"] = {OUTCOME_KEYS[k]: n for k, n in enumerate(b["unmatched"]) if n}
+            b["unmatched"] = dict(sorted(b["unmatched"].items()))
+            buffers[name] = b
         rep.extra.update({"events": dict(sorted(events.items())),
                           "ftrace_anomalies": dict(sorted(anomalies.items())),
-                          "inode_cache_entries": len(self.paths), "buffers": {TOP: top}})
+                          "inode_cache_entries": len(self.paths), "buffers": buffers})
