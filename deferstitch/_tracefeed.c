@@ -328,6 +328,8 @@ static PyObject *text(const Feed *f, const Spec *s, const unsigned char *d, uint
 }
 
 static PyObject *slow(Feed *f, int kind, PyObject *rec) {
+    if (!f->slow)
+        return PyErr_SetString(PyExc_RuntimeError, "Feed: cleared"), NULL;
     return PyObject_CallFunction(f->slow, "iO", kind, rec);
 }
 
@@ -447,6 +449,8 @@ static int count(Feed *f, Smp *s) {
 static int flush(Feed *f) {
     if (PyList_GET_SIZE(f->batch) == 0)
         return 0;
+    if (!f->sink)
+        return PyErr_SetString(PyExc_RuntimeError, "Feed: cleared"), -1;
     PyObject *b = f->batch;
     f->batch = PyList_New(0);
     Py_CLEAR(f->last_frames);
@@ -1136,7 +1140,8 @@ static PyObject *path_of(Feed *f, int has_key, I128 key, int has_dev, I128 dev) 
         Py_INCREF(p);
     } else if (!PyErr_Occurred()) {
         f->anom[A_NO_INODE]++;
-        p = PyObject_CallFunctionObjArgs(f->unknown_path, k, d, NULL);
+        p = f->unknown_path ? PyObject_CallFunctionObjArgs(f->unknown_path, k, d, NULL)
+                            : (PyErr_SetString(PyExc_RuntimeError, "Feed: cleared"), NULL);
     }
     Py_DECREF(k);
     Py_DECREF(d);
@@ -1682,7 +1687,30 @@ static PyGetSetDef feed_getset[] = {
     {NULL}
 };
 
+/* the Python objects a Feed holds: its sink and slow() are bound methods of the EngineFeed that
+ * holds it, a cycle the collector must see */
+static int feed_traverse(Feed *f, visitproc visit, void *arg) {
+    Py_VISIT(f->walkers);
+    Py_VISIT(f->sink);
+    Py_VISIT(f->slow);
+    Py_VISIT(f->paths);
+    Py_VISIT(f->unknown_path);
+    Py_VISIT(f->first_unmatched);
+    Py_VISIT(f->orphans);
+    Py_VISIT(f->batch);
+    Py_VISIT(f->last_frames);
+    return 0;
+}
+
+static int feed_clear(Feed *f) {
+    Py_CLEAR(f->sink);
+    Py_CLEAR(f->slow);
+    Py_CLEAR(f->unknown_path);
+    return 0;
+}
+
 static void feed_dealloc(Feed *f) {
+    PyObject_GC_UnTrack(f);
     for (int j = 0; j < f->nbuf; j++) {
         Buf *b = &f->bufs[j];
         for (int i = 0; i < b->nst; i++)
@@ -1750,8 +1778,10 @@ static PyTypeObject FeedType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "deferstitch._tracedat.Feed",
     .tp_basicsize = sizeof(Feed),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "reader.FtraceFeed and the stitcher's cookie rules over a Walker, in C.",
+    .tp_traverse = (traverseproc)feed_traverse,
+    .tp_clear = (inquiry)feed_clear,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)feed_init,
     .tp_dealloc = (destructor)feed_dealloc,

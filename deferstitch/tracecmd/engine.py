@@ -147,6 +147,7 @@ class EngineFeed:
         self._done = True
         self._c.finish()
         self._fill(self._c.counts())
+        self._c = None              # it holds our bound methods: no cycle left behind
         return self.report
 
     # -- what Python reads for the engine -------------------------------------------------------
