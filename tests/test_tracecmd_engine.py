@@ -329,3 +329,58 @@ def test_kernel_stack_cut_before_its_callers(tmp_path):
         assert p.returncode == 0 and not p.stderr, (env, p.stderr)
         outs.append(p.stdout)
     assert outs[0] == outs[1] == outs[2] and b"sys_enter_getppid" in outs[0]
+
+
+def test_a_feed_is_collected(tmp_path):
+    """The C feed holds its EngineFeed's bound methods: run to the end or dropped midway (an
+    exception out of the sink), the two and every sample the sink kept are collected."""
+    import gc
+    import weakref
+    engine_built()
+    from deferstitch.tracecmd import engine
+    from deferstitch.tracecmd.bridge import Trace
+    path = S.deferred(tmp_path / "d.dat")
+    for finish in (True, False):
+        with Trace(path) as t:
+            out = []
+            feed = engine.EngineFeed(t, out.append, None, DEFAULT_MAX_PENDING, DEFAULT_EXIT_GRACE)
+            if finish:
+                feed.run()
+                assert out
+            gone = weakref.ref(feed)
+            del feed, out
+        gc.collect()
+        assert gone() is None, finish
+
+
+def test_entries_before_a_stack_are_over(tmp_path):
+    """A stack ends its task's earlier kernel entries (FtraceFeed._unwind_stack): a later event
+    carrying an old entry's cookie is judged from its own time, not from that old entry's (whose
+    span met a loss): deferred-lost, not after-lost-records, on both feeds."""
+    engine_built()
+    td = S.TraceDat(2, [S.KERNEL_STACK, S.USER_UNWIND_COOKIE, S.USER_UNWIND_STACK],
+                    [S.READ, S.WORK, S.INODE_CACHE], S.COMMS)
+    us = 1000
+
+    def ev(cpu, t, cookie=None, pid=S.W):
+        td.event(cpu, S.T0 + t * us, S.READ if cookie else S.WORK, pid)
+        if cookie:
+            td.event(cpu, S.T0 + t * us, S.USER_UNWIND_COOKIE, pid, cookie=cookie)
+
+    def stack(t, cookie):
+        td.event(0, S.T0 + t * us, S.USER_UNWIND_STACK, S.W, cookie=cookie, stack=[0x1139],
+                 inodes=[0], dev=[0])
+    ev(0, 10, cookie=0x100)             # entry C0, its stack never comes
+    ev(1, 15, pid=S.KW)
+    td.drop(1, S.T0 + 20 * us, 3)       # CPU 1 loses events between 15 and 20
+    ev(1, 20, pid=S.KW)
+    ev(0, 30, cookie=0x108)             # entry C1 and its stack: C0 is over
+    stack(40, 0x108)
+    ev(0, 50, cookie=0x100)             # C0's cookie again, after the loss
+    ev(0, 55, cookie=0x110)
+    stack(60, 0x110)
+    path = td.write(tmp_path / "entries.dat")
+    _err, rep, samples, _f, _p = same(path)
+    reasons = {s[3]: s[8] for s in samples if s[5] is not None}
+    assert reasons[S.T0 + 10 * us] == "deferred-lost-after-lost-records", reasons
+    assert reasons[S.T0 + 50 * us] == "deferred-lost", reasons

@@ -20,8 +20,10 @@ from . import pages, reader
 from .bridge import TOP, Event, _INT
 from ._ffi import TEP_FIELD_IS_RELATIVE
 
-# roles and slow() kinds: the enums of _tracefeed.c, in their order
+# roles, slow() kinds, field kinds, modes: the enums of _tracefeed.c, in their order
 R_PLAIN, R_KERNEL, R_COOKIE, R_USTACK, R_UNWIND, R_INODE, R_EXIT, R_FORK = range(8)
+(S_KERNEL, S_COOKIE, S_UCALLERS, S_TGID, S_STACK, S_KEYS, S_DEVS, S_INODE, S_EXIT,
+ S_FORK) = range(10)
 F_ABSENT, F_SLOW, F_SCALAR, F_STATIC, F_DYNAMIC, F_STRING, F_DYNSTRING = range(7)
 MODE_NONE, MODE_SAMPLES, MODE_RESOLVED = range(3)
 ANOMALIES = ("events of a type with no event format", "missed events without a count",
@@ -157,29 +159,30 @@ class EngineFeed:
         t = self.trace
         ev = Event(t, t.types.get(type_id), ts, cpu, missed, pid, offset, data, t.comm(pid), TOP)
         py = self._py
-        if kind == 0:
+        if kind == S_KERNEL:
             return py._kernel(ev)
-        if kind == 1:
+        if kind == S_COOKIE:
             return ev.number("cookie")
-        if kind == 2:
+        if kind == S_UCALLERS:
             callers = ev.numbers("caller", None) or []
             return tuple((None, a) for a in reader._trim(callers, py.no_vma))
-        if kind == 3:
+        if kind == S_TGID:
             return ev.number("tgid", None)
-        if kind == 4:
+        if kind == S_STACK:
             return ev.numbers("stack", None) or []
-        if kind == 5:
+        if kind == S_KEYS:
             for name in ("inodes", "hashes", "hash"):
                 if name in ev:
                     return ev.numbers(name)
             return None
-        if kind == 6:
+        if kind == S_DEVS:
             return ev.numbers("dev", None)
-        if kind == 7:
+        if kind == S_INODE:
             py._inode(ev)
             return None
-        if kind == 8:
+        if kind == S_EXIT:
             return ev.number("pid", ev.pid)
+        assert kind == S_FORK, kind
         return ev.number("child_pid", None)
 
     def _unknown(self, key, dev):
