@@ -25,7 +25,6 @@ from ..output.tables import render, table
 from ..stitcher import DEFAULT_MAX_PENDING
 from . import engine
 from .outputs import Flame, Folded, Namer, Script
-from .reader import FtraceFeed
 
 COMMANDS = ("report", "script", "folded", "flamegraph")
 
@@ -35,17 +34,6 @@ def Trace(path):
     ctypes is a few ms of every perf-side command's start-up otherwise."""
     from .bridge import Trace as open_trace
     return open_trace(path)
-
-
-def run_feed(path, out=None, max_pending=DEFAULT_MAX_PENDING, resolved=None, stack=None):
-    """Read trace.dat ``path`` through the shared core; ``out.sample`` in time order."""
-    with Trace(path) as trace:
-        feed = FtraceFeed(resolved=resolved, sample=out.sample if out else None, stack=stack,
-                          max_pending=max_pending, **trace.feed_args())
-        _feed(feed, trace)
-        if out is not None:
-            out.close()
-        return feed.report, trace
 
 
 def _feed(feed, trace, events=None, quiet=False):
