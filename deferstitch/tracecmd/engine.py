@@ -5,16 +5,16 @@ samples in the same order, the same report, at the speed of the page reader.
                         by our page reader: pages.walker), else the Python FtraceFeed
 
 The Python feed stays the definition (and the trace-cmd plugin's). The engine reads a field
-itself only where bridge.Field would take its fast branch; any other field, and every
-inode_cache record, it hands to ``_slow`` below, which reads it with the Python feed's own
-code, so a value or a FormatError is the same on both paths. tests/test_tracecmd_engine.py
+itself only where bridge.Field would take its fast branch; any other field (and an inode_cache
+record it cannot read whole) it hands to ``_slow`` below, which reads it with the Python feed's
+own code, so a value or a FormatError is the same on both paths. tests/test_tracecmd_engine.py
 holds the two to the same bytes on every trace.dat of the tests. ``DEFERSTITCH_TRACE_FEED=python``
 keeps the Python feed over our page reader; ``DEFERSTITCH_ACCEL=0`` keeps libtracecmd reading.
 """
 import os
 from collections import Counter
 
-from ..model import OUTCOME_KEYS, PASSED, STITCHED, UNMATCHED, Sample
+from ..model import OUTCOME_KEYS, STITCHED, UNMATCHED, Sample
 from ..stitcher import DEFAULT_EXIT_GRACE, DEFAULT_MAX_PENDING
 from . import pages, reader
 from .bridge import TOP, Event, _INT
@@ -26,6 +26,7 @@ R_PLAIN, R_KERNEL, R_COOKIE, R_USTACK, R_UNWIND, R_INODE, R_EXIT, R_FORK = range
  S_FORK) = range(10)
 F_ABSENT, F_SLOW, F_SCALAR, F_STATIC, F_DYNAMIC, F_STRING, F_DYNSTRING = range(7)
 MODE_NONE, MODE_SAMPLES, MODE_RESOLVED = range(3)
+MAX_TYPE_ID = 1 << 20           # the engine counts events in an array by type id
 ANOMALIES = ("events of a type with no event format", "missed events without a count",
              "kernel_stack without its event", "user_unwind_cookie without its event",
              "user_stack without its event", "inode not in inode_cache",
@@ -48,7 +49,8 @@ def usable(trace):
     """The engine reads this file: built, allowed, our page reader walking every buffer."""
     return (pages.available() and hasattr(pages._tracedat, "Feed") and pages.accel_allowed()
             and os.environ.get("DEFERSTITCH_TRACE_FEED") != "python" and not trace.unreadable
-            and all(getattr(h, "_walk", None) is not None for h in trace.handles.values()))
+            and all(getattr(h, "_walk", None) is not None for h in trace.handles.values())
+            and all(0 <= i <= MAX_TYPE_ID for i in trace.types))
 
 
 def feed(trace, resolved=None, sample=None, stitched=None, max_pending=DEFAULT_MAX_PENDING,
@@ -78,6 +80,8 @@ def _spec(f):
     rel = int(bool(d.flags & TEP_FIELD_IS_RELATIVE) or (f.type or "").startswith("__rel_loc"))
     if f.unpack is not None:
         kind = F_SCALAR
+    elif d.size < 0:                        # a damaged format: Python's own way
+        kind = F_SLOW
     elif f.is_string and d.offset >= 0:     # Field.read's string branch: a slice, cut at NUL
         kind = F_DYNSTRING if f.dynamic else F_STRING
     elif f.is_string or _INT.get(f.elem) is None or d.offset < 0:
