@@ -81,7 +81,6 @@ def test_same_bytes_on_every_trace_dat(synth, real_v6):
     files = carried + list(synth.values()) + [real_v6, REAL]
     for path in files:
         both(path, "report", "--json")
-    for path in (synth["deferred"], synth["instances"], synth["missed"], real_v6):
         both(path, "script")
         both(path, "folded")
 
