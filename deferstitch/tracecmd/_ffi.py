@@ -20,7 +20,7 @@ import os
 import signal
 
 from ..errors import DeferstitchError, FormatError
-from . import pages
+from . import headers, pages
 
 TRACECMD_FL_LOAD_NO_PLUGINS = 1 << 0   # enum tracecmd_open_flags (trace-cmd.h)
 
@@ -275,6 +275,12 @@ class Handle:
         self.path = path
         # our own descriptor on the same file: its size, watched while libtracecmd maps it
         self._fd = open_checked(path, magic=parent is None)
+        if parent is None:
+            try:
+                headers.check(path, self._fd)   # sizes libtracecmd would trust, before it reads
+            except BaseException:
+                os.close(self._fd)
+                raise
         if probe and parent is None:
             try:
                 _probe_open(path)

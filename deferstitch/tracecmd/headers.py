@@ -1,0 +1,275 @@
+"""trace.dat metadata (trace-cmd.dat(5), file versions 6 and 7), walked before libtracecmd reads
+it: every size the file gives must hold inside the file (or its section), every string must end.
+
+libtracecmd 1.3 (Debian's trace-cmd 3.1.6) trusts these sizes. A kallsyms or printk size of
+0xffffffff makes its ``malloc(size + 1)`` a malloc(0), and the read of 4 GiB that follows
+overwrites the heap (tests/data/trace-open-badfree.dat; cmdlines has the same ``+ 1`` on a u64).
+Heap damage need not crash the probe's child (_ffi._probe_open) and then kills us, so the file
+is refused here, with the offset, before the library sees it. Only what libtracecmd reads while
+opening is walked; the ring-buffer pages are pages.py's.
+
+    v6   magic | "6\\0" | endian | long size | page size
+         "header_page\\0" u64 size, data | "header_event\\0" u64 size, data
+         u32 count, {u64 size, format} ftrace formats
+         u32 count, {system "\\0", u32 count, {u64 size, format}} event formats
+         u32 size, kallsyms | u32 size, printk | u64 size, cmdlines | u32 cpus
+         ["options  \\0" {u16 id, u32 size, data} ... u16 0] | "flyrecord\\0" or "latency  \\0"
+    v7   magic | "7\\0" | endian | long size | page size | compression "\\0" | its version "\\0"
+         u64 offset of the first options section, then sections:
+         {u16 id, u16 flags, u32 string, u64 size, data}; flags & 1: data is one block
+         {u32 compressed size, u32 size, compressed bytes}. An options section holds
+         {u16 id, u32 size, data}; option 0 (DONE) holds the offset of the next options section;
+         options 16-21 hold the offsets of the sections that v6 has in line (same contents).
+"""
+import os
+import struct
+import zlib
+
+from ..errors import FormatError
+
+BUFSIZ = 8192           # libtracecmd's read_string reads a string in one BUFSIZ read (glibc)
+SEC_FL_COMPRESS = 1     # TRACECMD_SEC_FL_COMPRESS
+OPTION_DONE, OPTION_STRINGS = 0, 15
+# enum tracecmd_option_id (trace-cmd-private.h): the sections v6 has in line
+HEADER_INFO, FTRACE_EVENTS, EVENT_FORMATS, KALLSYMS, PRINTK, CMDLINES = range(16, 22)
+MAX_OPTION_SECTIONS = 1 << 16   # a chain of options sections that loops is damage
+
+
+class _Reader:
+    """Bounded reads at an offset, over the file or over a section's decompressed block.
+    ``where(pos)`` is the file offset an error names (in a block: the block's own)."""
+
+    def __init__(self, path, fd=None, data=None, end=None, base=None, endian="<", scope="file"):
+        self.path, self.fd, self.data, self.end = path, fd, data, end
+        self.base, self.endian, self.scope = base, endian, scope
+        self.start = 0              # where a section's data begins (in the file, or its block)
+
+    def extent(self):
+        """What the reads are bounded by, in words: the file, or a section of the file."""
+        return "the %s (%d bytes)" % (self.scope, self.end - self.start)
+
+    def where(self, pos):
+        return pos if self.base is None else self.base
+
+    def fail(self, pos, why):
+        inside = "" if self.base is None else " (at byte %d of its decompressed section)" % pos
+        raise FormatError(self.path, self.where(pos), why + inside)
+
+    def bytes(self, pos, n, what):
+        if n < 0 or pos + n > self.end:
+            self.fail(pos, "%s ends inside %s" % (self.extent(), what))
+        if self.data is not None:
+            return self.data[pos:pos + n]
+        got = os.pread(self.fd, n, pos)
+        if len(got) < n:
+            self.fail(pos, "the file was cut while it was read (%s)" % what)
+        return got
+
+    def number(self, pos, size, what):
+        fmt = self.endian + {2: "H", 4: "I", 8: "Q"}[size]
+        return struct.unpack(fmt, self.bytes(pos, size, what))[0], pos + size
+
+    def sized(self, pos, width, what):
+        """The data after a size field at pos: (its start, its end), inside the file or
+        section; an error names the size field."""
+        size, start = self.number(pos, width, what + "'s size")
+        if start + size > self.end:
+            self.fail(pos, "%s of %d bytes runs past the end of %s"
+                      % (what, size, self.extent()))
+        return start, start + size
+
+    def string(self, pos, what):
+        head = self.bytes(pos, min(BUFSIZ, self.end - pos), what)
+        nul = head.find(b"\0")
+        if nul < 0:
+            self.fail(pos, "%s has no end within %d bytes" % (what, len(head)))
+        return head[:nul], pos + nul + 1
+
+    def tag(self, pos, expect, what):
+        got = self.bytes(pos, len(expect), what)
+        if got != expect:
+            self.fail(pos, "expected %r here (%s), found %r" % (expect, what, got))
+        return pos + len(expect)
+
+
+def check(path, fd):
+    """Raise FormatError (with the offset) where the metadata of the trace.dat open on fd does
+    not hold inside the file; return its file version."""
+    end = os.fstat(fd).st_size
+    r = _Reader(path, fd=fd, end=end)
+    pos = r.tag(0, b"\x17\x08\x44tracing", "the magic")
+    version, pos = r.string(pos, "the version string")
+    if not version.isdigit() or int(version) not in (6, 7):
+        return None                 # libtracecmd refuses it itself, with no read to trust
+    flags = r.bytes(pos, 2, "the endian and long size bytes")
+    r.endian = ">" if flags[0] else "<"
+    _page, pos = r.number(pos + 2, 4, "the page size")
+    if int(version) == 6:
+        _v6(r, pos)
+    else:
+        _v7(r, pos)
+    return int(version)
+
+
+def _v6(r, pos):
+    """The metadata in line, as read_headers_v6 takes it, then the options and the data kind."""
+    for which in (HEADER_INFO, FTRACE_EVENTS, EVENT_FORMATS, KALLSYMS, PRINTK, CMDLINES):
+        pos = _SECTIONS[which](r, pos)
+    _n, pos = r.number(pos, 4, "the CPU count")
+    kind = r.bytes(pos, 10, "the data kind")
+    pos += 10
+    if kind.startswith(b"options"):
+        pos = _options(r, pos, v7=False)[0]
+        kind = r.bytes(pos, 10, "the data kind")
+    if not (kind.startswith(b"flyrecord") or kind.startswith(b"latency")):
+        r.fail(pos, "expected 'flyrecord' or 'latency' here, found %r" % kind)
+
+
+def _v7(r, pos):
+    _name, pos = r.string(pos, "the compression's name")
+    _ver, pos = r.string(pos, "the compression's version")
+    first, pos = r.number(pos, 8, "the offset of the first options section")
+    _strings(r, pos)
+    sections, seen, at = {}, set(), first
+    while at:
+        if at in seen or len(seen) > MAX_OPTION_SECTIONS:
+            r.fail(at, "the options sections point back to one another")
+        seen.add(at)
+        block, sid = _section(r, at, "an options section")
+        if block is None:
+            return
+        if sid != OPTION_DONE:
+            r.fail(at, "an options section of id %d (0 expected)" % sid)
+        _end, found, at = _options(block, block.start, v7=True)
+        sections.update(found)
+    for which, offset in sorted(sections.items()):
+        block, sid = _section(r, offset, "section %d" % which)
+        if block is None:
+            continue
+        if sid != which:
+            r.fail(offset, "the section there has id %d, its option says %d" % (sid, which))
+        _SECTIONS[which](block, block.start)
+
+
+def _section(r, at, what):
+    """A _Reader over the section's data (decompressed if it is compressed), and its id."""
+    sid, pos = r.number(at, 2, what)
+    flags, pos = r.number(pos, 2, what)
+    _desc, pos = r.number(pos, 4, what)
+    start, end = r.sized(pos, 8, what)
+    if not flags & SEC_FL_COMPRESS:
+        block = _Reader(r.path, fd=r.fd, end=end, endian=r.endian, scope="section")
+        block.start = start
+        return block, sid
+    csize, p = r.number(start, 4, "the compressed block of " + what)
+    rsize, p = r.number(p, 4, "the compressed block of " + what)
+    if p + csize > end:
+        r.fail(start, "a compressed block of %d bytes in a section of %d" % (csize, end - start))
+    data = _decompress(r, start, r.bytes(p, csize, "the compressed block of " + what), rsize)
+    if data is None:
+        return None, sid
+    block = _Reader(r.path, data=data, end=len(data), base=at, endian=r.endian, scope="section")
+    block.start = 0
+    return block, sid
+
+
+def _decompress(r, at, raw, size):
+    """The block as libtracecmd's zstd or zlib inflates it, at most ``size`` bytes (a bomb
+    stops there), or None where no zstd module is here (libtracecmd then reads it alone)."""
+    if raw[:4] != b"\x28\xb5\x2f\xfd":                     # not a zstd frame: zlib
+        try:
+            return zlib.decompressobj().decompress(raw, size)
+        except zlib.error:
+            r.fail(at, "its compressed block does not inflate (zlib)")
+    try:
+        import zstandard
+    except ImportError:
+        zstandard = None
+    try:
+        if zstandard is not None:
+            reader, out = zstandard.ZstdDecompressor().stream_reader(raw), b""
+            while len(out) < size:
+                more = reader.read(size - len(out))
+                if not more:
+                    break
+                out += more
+            return out
+        from compression import zstd                     # Python 3.14
+        return zstd.ZstdDecompressor().decompress(raw, max_length=size)
+    except ImportError:
+        return None
+    except Exception as err:        # zstandard.ZstdError, compression.zstd.ZstdError
+        r.fail(at, "its compressed block does not decompress (zstd: %s)" % err)
+
+
+def _strings(r, pos):
+    """read_metadata_strings: every section from here on, in file order, to the first that does
+    not fit (libtracecmd stops there too, and opens the file without its strings: they are the
+    last section, so a file cut at its very end still opens). One size it must not be given: an
+    uncompressed strings section's size is an int there, and one of 2^31 or more goes negative
+    (``realloc(strings_size + size)`` shrinks, the read that follows overruns it)."""
+    while pos + 16 <= r.end:
+        sid, p = r.number(pos, 2, "a section header")
+        flags, p = r.number(p, 2, "a section header")
+        size, p = r.number(p + 4, 8, "a section header")
+        if sid == OPTION_STRINGS and not flags & SEC_FL_COMPRESS and size & 0xffffffff >= 1 << 31:
+            r.fail(p - 8, "a strings section of %d bytes" % size)
+        if p + size > r.end:
+            return
+        pos = p + size
+
+
+def _options(r, pos, v7):
+    """Each option's size inside its section (or the file); (end, {section id: offset},
+    offset of the next options section)."""
+    sections, following = {}, 0
+    while True:
+        oid, pos = r.number(pos, 2, "an option's id")
+        if oid == OPTION_DONE and not v7:
+            return pos, sections, 0
+        size, pos = r.number(pos, 4, "option %d's size" % oid)
+        data = r.bytes(pos, size, "option %d" % oid)
+        if v7 and oid in _SECTIONS and size >= 8:
+            sections[oid] = struct.unpack_from(r.endian + "Q", data)[0]
+        pos += size
+        if oid == OPTION_DONE:
+            if size >= 8:
+                following = struct.unpack_from(r.endian + "Q", data)[0]
+            return pos, sections, following
+
+
+def _header_info(r, pos):
+    pos = r.tag(pos, b"header_page\0", "the header_page section")
+    _start, pos = r.sized(pos, 8, "header_page")
+    pos = r.tag(pos, b"header_event\0", "the header_event section")
+    return r.sized(pos, 8, "header_event")[1]
+
+
+def _ftrace_events(r, pos):
+    count, pos = r.number(pos, 4, "the count of ftrace formats")
+    for i in range(count):
+        _start, pos = r.sized(pos, 8, "ftrace format %d" % i)
+    return pos
+
+
+def _event_formats(r, pos):
+    systems, pos = r.number(pos, 4, "the count of event systems")
+    for _ in range(systems):
+        name, pos = r.string(pos, "an event system's name")
+        count, pos = r.number(pos, 4, "the count of %s's formats" % name.decode(errors="replace"))
+        for i in range(count):
+            _start, pos = r.sized(pos, 8, "format %d of %s" % (i, name.decode(errors="replace")))
+    return pos
+
+
+def _sized(what, width):
+    """A block of text after its size (kallsyms, printk: u32; cmdlines: u64): libtracecmd
+    allocates size + 1, so a size that does not fit in the file wraps that to nothing."""
+    def walk(r, pos):
+        return r.sized(pos, width, what)[1]
+    return walk
+
+
+_SECTIONS = {HEADER_INFO: _header_info, FTRACE_EVENTS: _ftrace_events,
+             EVENT_FORMATS: _event_formats, KALLSYMS: _sized("kallsyms", 4),
+             PRINTK: _sized("printk", 4), CMDLINES: _sized("cmdlines", 8)}
