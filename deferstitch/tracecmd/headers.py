@@ -176,6 +176,8 @@ def _section(r, at, what):
 def _decompress(r, at, raw, size):
     """The block as libtracecmd's zstd or zlib inflates it, at most ``size`` bytes (a bomb
     stops there), or None where no zstd module is here (libtracecmd then reads it alone)."""
+    if not size:                                        # (zlib's max_length 0 is no limit)
+        return b""
     if raw[:4] != b"\x28\xb5\x2f\xfd":                     # not a zstd frame: zlib
         try:
             return zlib.decompressobj().decompress(raw, size)
