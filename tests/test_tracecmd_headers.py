@@ -41,6 +41,7 @@ def v6_fields(data):
         n = num("ftrace format", 8)
         pos += n
     for _ in range(num("systems", 4)):
+        out.setdefault("system name", (pos, 0))
         pos = data.index(b"\0", pos) + 1
         for _ in range(num("format count", 4)):
             n = num("event format", 8)
@@ -78,6 +79,20 @@ def test_a_size_past_the_file_is_one_line_with_its_offset(v6, tmp_path, field, c
     bad = with_size(v6, tmp_path / "bad.dat", offset, width, (1 << 8 * width) - 1)
     err = one_line_exit_2(run_cli("trace", command, bad), bad)
     assert "offset %#x: " % offset in err and "runs past the end of the file" in err, err
+
+
+def test_a_name_from_the_file_cannot_break_the_line(v6, tmp_path):
+    """The fuzzer's first find: a system name with a newline in the error about its format."""
+    need_libtracecmd()
+    fields = v6_fields(v6.read_bytes())
+    offset, width = fields["event format"]
+    bad = with_size(v6, tmp_path / "bad.dat", offset, width, (1 << 64) - 1)
+    data = bytearray(bad.read_bytes())
+    name = fields["system name"][0]
+    data[name:name + 2] = b"\n\t"
+    bad.write_bytes(bytes(data))
+    err = one_line_exit_2(run_cli("trace", "report", bad), bad)
+    assert "offset %#x: format 0 of '\\n\\t" % offset in err, err
 
 
 def test_kallsyms_of_0xffffffff_never_reaches_libtracecmd(v6, tmp_path, monkeypatch):

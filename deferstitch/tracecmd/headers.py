@@ -258,10 +258,15 @@ def _event_formats(r, pos):
     systems, pos = r.number(pos, 4, "the count of event systems")
     for _ in range(systems):
         name, pos = r.string(pos, "an event system's name")
-        count, pos = r.number(pos, 4, "the count of %s's formats" % name.decode(errors="replace"))
+        count, pos = r.number(pos, 4, "the count of %s's formats" % _shown(name))
         for i in range(count):
-            _start, pos = r.sized(pos, 8, "format %d of %s" % (i, name.decode(errors="replace")))
+            _start, pos = r.sized(pos, 8, "format %d of %s" % (i, _shown(name)))
     return pos
+
+
+def _shown(name):
+    """A name from the file as an error line may hold it: quoted, escaped, at most 40 bytes."""
+    return repr(name[:40].decode("utf-8", "replace")) + ("..." if len(name) > 40 else "")
 
 
 def _sized(what, width):
