@@ -81,6 +81,20 @@ def test_a_size_past_the_file_is_one_line_with_its_offset(v6, tmp_path, field, c
     assert "offset %#x: " % offset in err and "runs past the end of the file" in err, err
 
 
+@pytest.mark.parametrize("version", [b"5", b"0", b" 6x"])
+def test_versions_libtracecmd_reads_as_6_are_walked(v6, tmp_path, version):
+    """libtracecmd takes strtol() of the version and opens every one up to 7 (0-6 in line)."""
+    need_libtracecmd()
+    offset, width = v6_fields(v6.read_bytes())["kallsyms"]
+    data = bytearray(with_size(v6, tmp_path / "v.dat", offset, width, 0xffffffff).read_bytes())
+    assert data[10:12] == b"6\0"
+    bad = tmp_path / "bad.dat"
+    bad.write_bytes(bytes(data[:10] + version + data[11:]))
+    shift = len(version) - 1
+    err = one_line_exit_2(run_cli("trace", "report", bad), bad)
+    assert "offset %#x: kallsyms of 4294967295 bytes" % (offset + shift) in err, err
+
+
 def test_a_name_from_the_file_cannot_break_the_line(v6, tmp_path):
     """The fuzzer's first find: a system name with a newline in the error about its format."""
     need_libtracecmd()

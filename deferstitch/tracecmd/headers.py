@@ -1,4 +1,4 @@
-"""trace.dat metadata (trace-cmd.dat(5), file versions 6 and 7), walked before libtracecmd reads
+"""trace.dat metadata (trace-cmd.dat(5), file versions 6 and 7; libtracecmd reads 0-5 as 6), walked before libtracecmd reads
 it: every size the file gives must hold inside the file (or its section), every string must end.
 
 libtracecmd 1.3 (Debian's trace-cmd 3.1.6) trusts these sizes. A kallsyms or printk size of
@@ -22,6 +22,7 @@ opening is walked; the ring-buffer pages are pages.py's.
          options 16-21 hold the offsets of the sections that v6 has in line (same contents).
 """
 import os
+import re
 import struct
 import zlib
 
@@ -32,6 +33,7 @@ SEC_FL_COMPRESS = 1     # TRACECMD_SEC_FL_COMPRESS
 OPTION_DONE, OPTION_STRINGS = 0, 15
 # enum tracecmd_option_id (trace-cmd-private.h): the sections v6 has in line
 HEADER_INFO, FTRACE_EVENTS, EVENT_FORMATS, KALLSYMS, PRINTK, CMDLINES = range(16, 22)
+FILE_VERSION_SECTIONS = FILE_VERSION_MAX = 7     # older versions: v6's layout (all of 0-6)
 MAX_OPTION_SECTIONS = 1 << 16   # a chain of options sections that loops is damage
 
 
@@ -98,17 +100,26 @@ def check(path, fd):
     end = os.fstat(fd).st_size
     r = _Reader(path, fd=fd, end=end)
     pos = r.tag(0, b"\x17\x08\x44tracing", "the magic")
-    version, pos = r.string(pos, "the version string")
-    if not version.isdigit() or int(version) not in (6, 7):
+    text, pos = r.string(pos, "the version string")
+    version = _strtol(text)
+    if not 0 <= version <= FILE_VERSION_MAX:
         return None                 # libtracecmd refuses it itself, with no read to trust
     flags = r.bytes(pos, 2, "the endian and long size bytes")
     r.endian = ">" if flags[0] else "<"
     _page, pos = r.number(pos + 2, 4, "the page size")
-    if int(version) == 6:
+    if version < FILE_VERSION_SECTIONS:
         _v6(r, pos)
     else:
         _v7(r, pos)
-    return int(version)
+    return version
+
+
+def _strtol(text):
+    """The version as libtracecmd takes it: strtol(version, NULL, 10), "6abc" is 6; a negative
+    one is a huge unsigned long (refused); no digits, 0 (which it accepts)."""
+    m = re.match(rb"\s*([-+]?)(\d*)", text)
+    value = int(m.group(2) or b"0")
+    return -value if m.group(1) == b"-" and value else value
 
 
 def _v6(r, pos):
