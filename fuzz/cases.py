@@ -43,12 +43,26 @@ def trace_case(data):
     path = _write(data, "case.dat")
     ours = _trace_run(path, True)
     theirs = _trace_run(path, False)
-    if any(r[2] and "cannot fork" in r[2] for r in (ours, theirs)):
-        return ours[0]              # the machine's memory, not the file: nothing to compare
+    # fork() refused (ENOMEM) is this process's address space, not the machine's load: a
+    # mapping past the machine's memory (libtracecmd leaking a buffer a damaged size asked for,
+    # 4 GiB per open of trace-malloc-4g.dat, merged into one) is refused by fork in the kernel's
+    # overcommit heuristic. Said here, at the input that did it, not by the next test that forks.
+    for r in (ours, theirs):
+        assert not (r[2] and "cannot fork" in r[2]), "%s (VmSize %s)" % (r[2], _vm_size())
     assert ours[1:] == theirs[1:], "our page reader and libtracecmd differ:\n%s\n%s" % (
         ours[1:], theirs[1:])
     _feeds_agree(path)
     return ours[0]
+
+
+def _vm_size():
+    """This process's address space, from /proc/self/status (Linux), as text."""
+    try:
+        with open("/proc/self/status") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("VmSize:")),
+                        "?")
+    except OSError:
+        return "?"
 
 
 def feed_case(data):

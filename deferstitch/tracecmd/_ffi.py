@@ -223,7 +223,8 @@ def _probe_open(path):
     size = os.path.getsize(path)
     try:
         pid = os.fork()
-    except OSError as err:          # seen 2026-12-03 while fuzzing: ENOMEM on a loaded machine
+    except OSError as err:          # ENOMEM: one of our mappings is past the machine's memory
+        # (overcommit heuristic; a leak of libtracecmd's: see fuzz/cases.py), not the load
         raise DeferstitchError("%s: cannot fork the process that tries libtracecmd on it first: %s"
                                % (path, err.strerror)) from None
     if pid == 0:                                     # child: no Python cleanup, just the verdict
