@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import DATA, ROOT, need_built
+from conftest import DATA, ROOT, need_built, vm_size
 
 sys.path.insert(0, str(ROOT / "fuzz"))
 import cases            # noqa: E402
@@ -44,10 +44,6 @@ def test_damaged_trace_files_pass_the_checks():
         assert vm_size() - before < 256 << 20, "%s left %d MiB mapped in this process" % (
             f.name, (vm_size() - before) >> 20)
 
-
-def vm_size():
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) << 10 for line in f if line.startswith("VmSize:"))
 
 
 def test_perf_seeds_engine_equals_python(seed_dir, monkeypatch):

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import CAPTURES, DATA, run_cli
+from conftest import CAPTURES, DATA, run_cli, vm_size
 import tracecmd_synth as S
 from test_tracecmd_damage import need_trace_cmd, one_line_exit_2
 from tracecmd_text import need_libtracecmd
@@ -168,23 +168,23 @@ def test_a_damaged_compressed_section_is_one_line(tmp_path):
     bad = tmp_path / "bad.dat"
     bad.write_bytes(bytes(data))
     err = one_line_exit_2(run_cli("trace", "report", bad), bad)
-    assert "does not decompress" in err or "offset 0x" in err, err
+    assert "its compressed block does not decompress (zstd: " in err, err
 
 
 def test_every_valid_trace_dat_passes_the_walk(v6, tmp_path):
+    need_trace_cmd()
     from deferstitch.tracecmd import headers
     files = [v6, REAL]
     for make in (S.instances, S.userstack, S.missed_per_cpu):
         files.append(tmp_path / (make.__name__ + ".dat"))
         make(files[-1])
-    if subprocess.run(["which", "trace-cmd"], capture_output=True).returncode == 0:
-        for version in (6, 7):
-            for compression in ("none", "any"):
-                out = tmp_path / ("real-%d-%s.dat" % (version, compression))
-                subprocess.run(["trace-cmd", "convert", "-i", str(REAL), "-o", str(out),
-                                "--file-version", str(version), "--compression", compression],
-                               check=True, capture_output=True)
-                files.append(out)
+    for version in (6, 7):
+        for compression in ("none", "any"):
+            out = tmp_path / ("real-%d-%s.dat" % (version, compression))
+            subprocess.run(["trace-cmd", "convert", "-i", str(REAL), "-o", str(out),
+                            "--file-version", str(version), "--compression", compression],
+                           check=True, capture_output=True)
+            files.append(out)
     versions = []
     for f in files:
         fd = os.open(f, os.O_RDONLY)
@@ -192,7 +192,7 @@ def test_every_valid_trace_dat_passes_the_walk(v6, tmp_path):
             versions.append(headers.check(str(f), fd))
         finally:
             os.close(fd)
-    assert set(versions) <= {6, 7} and 6 in versions, list(zip(files, versions))
+    assert set(versions) == {6, 7}, list(zip(files, versions))
 
 
 def test_an_option_of_4_gib_leaks_nothing_into_our_process():
@@ -203,10 +203,6 @@ def test_an_option_of_4_gib_leaks_nothing_into_our_process():
     need_libtracecmd()
     from deferstitch.errors import FormatError
     from deferstitch.tracecmd import bridge
-
-    def vm_size():
-        with open("/proc/self/status") as f:
-            return next(int(l.split()[1]) << 10 for l in f if l.startswith("VmSize:"))
     before = vm_size()
     for _ in range(3):
         with pytest.raises(FormatError, match="ends inside option 65535"):

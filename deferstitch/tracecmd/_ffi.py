@@ -212,8 +212,7 @@ def quiet():
     api.tep_set_loglevel(0)
 
 
-# the first bytes of every trace.dat (trace-cmd lib/trace-cmd/trace-output.c)
-MAGIC = b"\x17\x08\x44tracing"
+MAGIC = headers.MAGIC
 
 
 def _probe_open(path):
@@ -279,12 +278,8 @@ class Handle:
         if parent is None:
             try:
                 headers.check(path, self._fd)   # sizes libtracecmd would trust, before it reads
-            except BaseException:
-                os.close(self._fd)
-                raise
-        if probe and parent is None:
-            try:
-                _probe_open(path)
+                if probe:
+                    _probe_open(path)
             except BaseException:
                 os.close(self._fd)
                 raise

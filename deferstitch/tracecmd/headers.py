@@ -1,5 +1,6 @@
-"""trace.dat metadata (trace-cmd.dat(5), file versions 6 and 7; libtracecmd reads 0-5 as 6), walked before libtracecmd reads
-it: every size the file gives must hold inside the file (or its section), every string must end.
+"""trace.dat metadata (trace-cmd.dat(5), file versions 6 and 7; libtracecmd reads 0-5 as 6),
+walked before libtracecmd reads it: every size the file gives must hold inside the file (or its
+section), every string must end.
 
 libtracecmd 1.3 (Debian's trace-cmd 3.1.6) trusts these sizes. A kallsyms or printk size of
 0xffffffff makes its ``malloc(size + 1)`` a malloc(0), and the read of 4 GiB that follows
@@ -28,6 +29,7 @@ import zlib
 
 from ..errors import FormatError
 
+MAGIC = b"\x17\x08\x44tracing"      # the first bytes of every trace.dat (trace-output.c)
 BUFSIZ = 8192           # libtracecmd's read_string reads a string in one BUFSIZ read (glibc)
 SEC_FL_COMPRESS = 1     # TRACECMD_SEC_FL_COMPRESS
 OPTION_DONE, OPTION_STRINGS = 0, 15
@@ -39,23 +41,22 @@ MAX_OPTION_SECTIONS = 1 << 16   # a chain of options sections that loops is dama
 
 class _Reader:
     """Bounded reads at an offset, over the file or over a section's decompressed block.
-    ``where(pos)`` is the file offset an error names (in a block: the block's own)."""
+    An error names the file offset pos, or in a decompressed block the block's own (base)."""
 
-    def __init__(self, path, fd=None, data=None, end=None, base=None, endian="<", scope="file"):
-        self.path, self.fd, self.data, self.end = path, fd, data, end
+    def __init__(self, path, fd=None, data=None, start=0, end=None, base=None, endian="<",
+                 scope="file"):
+        self.path, self.fd, self.data, self.start, self.end = path, fd, data, start, end
         self.base, self.endian, self.scope = base, endian, scope
-        self.start = 0              # where a section's data begins (in the file, or its block)
 
     def extent(self):
         """What the reads are bounded by, in words: the file, or a section of the file."""
         return "the %s (%d bytes)" % (self.scope, self.end - self.start)
 
-    def where(self, pos):
-        return pos if self.base is None else self.base
-
     def fail(self, pos, why):
-        inside = "" if self.base is None else " (at byte %d of its decompressed section)" % pos
-        raise FormatError(self.path, self.where(pos), why + inside)
+        if self.base is None:
+            raise FormatError(self.path, pos, why)
+        raise FormatError(self.path, self.base,
+                          "%s (at byte %d of its decompressed section)" % (why, pos))
 
     def bytes(self, pos, n, what):
         if n < 0 or pos + n > self.end:
@@ -99,7 +100,7 @@ def check(path, fd):
     not hold inside the file; return its file version."""
     end = os.fstat(fd).st_size
     r = _Reader(path, fd=fd, end=end)
-    pos = r.tag(0, b"\x17\x08\x44tracing", "the magic")
+    pos = r.tag(0, MAGIC, "the magic")
     text, pos = r.string(pos, "the version string")
     version = _strtol(text)
     if not 0 <= version <= FILE_VERSION_MAX:
@@ -169,9 +170,7 @@ def _section(r, at, what):
     _desc, pos = r.number(pos, 4, what)
     start, end = r.sized(pos, 8, what)
     if not flags & SEC_FL_COMPRESS:
-        block = _Reader(r.path, fd=r.fd, end=end, endian=r.endian, scope="section")
-        block.start = start
-        return block, sid
+        return _Reader(r.path, fd=r.fd, start=start, end=end, endian=r.endian, scope="section"), sid
     csize, p = r.number(start, 4, "the compressed block of " + what)
     rsize, p = r.number(p, 4, "the compressed block of " + what)
     if p + csize > end:
@@ -179,14 +178,13 @@ def _section(r, at, what):
     data = _decompress(r, start, r.bytes(p, csize, "the compressed block of " + what), rsize)
     if data is None:
         return None, sid
-    block = _Reader(r.path, data=data, end=len(data), base=at, endian=r.endian, scope="section")
-    block.start = 0
-    return block, sid
+    return _Reader(r.path, data=data, end=len(data), base=at, endian=r.endian, scope="section"), sid
 
 
 def _decompress(r, at, raw, size):
     """The block as libtracecmd's zstd or zlib inflates it, at most ``size`` bytes (a bomb
-    stops there), or None where no zstd module is here (libtracecmd then reads it alone)."""
+    stops there), or None where no zstd module is here (libtracecmd then reads it alone).
+    Not perfdata.reader._zstd_backend: zstandard's decompressobj there has no output bound."""
     if not size:                                        # (zlib's max_length 0 is no limit)
         return b""
     if raw[:4] != b"\x28\xb5\x2f\xfd":                     # not a zstd frame: zlib

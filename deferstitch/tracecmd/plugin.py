@@ -22,7 +22,7 @@ newest open file descriptor starting with trace.dat's magic.
 import os
 import sys
 
-MAGIC = b"\x17\x08\x44tracing"
+from .headers import MAGIC
 
 _state = {}        # tep address -> _Trace
 
