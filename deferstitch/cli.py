@@ -264,6 +264,9 @@ def build_parser():
         sp.add_argument("--no-symbols", action="store_true", help="raw addresses, no names")
         sp.add_argument("--no-inline", action="store_true",
                         help="leave out the calls inlined at each address (read from DWARF), as perf")
+        sp.add_argument("--no-demangle", action="store_true",
+                        help="C++, Rust, OCaml and Java names as they are in the binary, as perf "
+                             "--no-demangle")
         sp.add_argument("--kallsyms", metavar="FILE",
                         help="kernel symbols (default: /proc/kallsyms if recorded on this kernel)")
         sp.add_argument("--symfs", metavar="DIR", help="look for binaries under DIR, as perf --symfs")

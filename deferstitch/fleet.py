@@ -185,7 +185,8 @@ def _run(args, paths, opts, out, rep_f):
         if cluster is not None:
             cluster.close()
     namer = StackNamer(symfs=args.symfs, buildid_dir=args.buildid_dir,
-                       inline=not getattr(args, "no_inline", False))
+                       inline=not getattr(args, "no_inline", False),
+                       demangle=not getattr(args, "no_demangle", False))
     lines = namer.folded(_with_kallsyms(stacks, namer.resolver.locator.buildid_dir))
     _write(args, lines, out)
     bad = [r for r in rows if r["error"]]

@@ -200,8 +200,10 @@ class Plugin:
             raise DeferstitchError("perf %d.%d cannot read deferred callchains (Linux 6.19 / perf 6.19 "
                                    "format): run `deferstitch stitch %s -o stitched.data` and give perf "
                                    "that file" % (ver[0], ver[1], self.input))
+        argv = cmd[:cmd.index("--")] if "--" in cmd else cmd
         ctx = PerfContext(perf, kallsyms=perf_option(cmd, None, "--kallsyms"),
-                          symfs=perf_option(cmd, None, "--symfs"))
+                          symfs=perf_option(cmd, None, "--symfs"),
+                          demangle="--no-demangle" not in argv)   # the names perf gives its own
         # the user frames we add get their inlined calls when perf's Python has pyelftools;
         # else one line says they are left out (Resolver.warn)
         ctx.resolver.warn = lambda line: sys.stderr.write("deferstitch: %s\n" % line)

@@ -224,4 +224,5 @@ def context(perf, args, warn=None):
     warnings (a kernel whose symbols are not found)."""
     return PerfContext(perf, symbols=not args.no_symbols, kallsyms=args.kallsyms, symfs=args.symfs,
                        buildid_dir=args.buildid_dir, warn=warn,
-                       inline=not getattr(args, "no_inline", False))
+                       inline=not getattr(args, "no_inline", False),
+                       demangle=not getattr(args, "no_demangle", False))

@@ -104,8 +104,8 @@ def _kernel_text(maps):
 class StackNamer:
     """Names frame keys once each, with the symbol options of ``folded``."""
 
-    def __init__(self, symfs=None, buildid_dir=None, inline=True):
-        self.resolver = Resolver(Maps(), None, symfs, buildid_dir)
+    def __init__(self, symfs=None, buildid_dir=None, inline=True, demangle=True):
+        self.resolver = Resolver(Maps(), None, symfs, buildid_dir, demangle=demangle)
         self.resolver.inline = inline
         self.symfs, self.buildid_dir = symfs, buildid_dir
         self.vdso = {}               # (release, kernel build id) -> Resolver of that kernel's [vdso]
@@ -128,7 +128,8 @@ class StackNamer:
             _k, dso, build_id, kernel, off = key
             res = self.vdso.get(kernel)
             if res is None:
-                res = self.vdso[kernel] = Resolver(Maps(), None, self.symfs, self.buildid_dir)
+                res = self.vdso[kernel] = Resolver(Maps(), None, self.symfs, self.buildid_dir,
+                                                   demangle=self.resolver.demangle.enabled)
                 res.locator.vdso = VdsoSource(kernel[0], is_running_kernel(*kernel))
             return frame_name(res.file_symbol(dso, build_id, off)[0], dso)
         if kind == "u":

@@ -93,11 +93,12 @@ class PerfContext:
     """Tracks maps, comms and symbol sources from the records an output sees, for naming frames."""
 
     def __init__(self, perf, symbols=True, kallsyms=None, symfs=None, buildid_dir=None, warn=None,
-                 inline=True):
+                 inline=True, demangle=True):
         self.perf = perf
         self.maps = Maps()
         self.comms = {}
-        self.resolver = Resolver(self.maps, None, symfs, buildid_dir, enabled=symbols)
+        self.resolver = Resolver(self.maps, None, symfs, buildid_dir, enabled=symbols,
+                                 demangle=demangle)
         self.resolver.inline = symbols and inline
         self.resolver.warn = warn
         self.resolver.locator.vdso = vdso_source(perf)

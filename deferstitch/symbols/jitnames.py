@@ -72,6 +72,9 @@ class JitNames:
         self.dump_info = {}         # recorded dump path -> (file read, JitDump or None)
         self.warnings = []          # lines for the user: damaged dumps, untimed names
         self._switches = []         # sorted times at which some name changes
+        # a dump's names as perf prints them after perf inject --jit (ELF symbols, demangled);
+        # a map file's as they are (perf's dso__load_perf_map demangles nothing)
+        self.demangle = lambda name: name
 
     @property
     def pending(self):
@@ -122,7 +125,7 @@ class JitNames:
         if codes is not None:
             hit = codes.find(ip, self.now)
             if hit is not None:
-                return hit[0], hit[1], codes.recorded
+                return self.demangle(hit[0]), hit[1], codes.recorded
         pm = self._map(dso)
         hit = pm.find(ip) if pm is not None else None
         if hit is None:

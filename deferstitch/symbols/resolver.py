@@ -12,6 +12,7 @@ that holds them, as perf prints them: the inlined function's name, the holder's 
 ``inlined`` for the dso. Not for kernel frames (kallsyms has no DWARF) nor [vdso] ones (perf
 names those from an image without DWARF), nor with ``inline=False`` (``--no-inline``).
 """
+from .demangle import Demangler
 from .dwarf import InlineInfo, has_debug_info
 from .elf import ElfSymbols
 from .jitnames import JitNames
@@ -24,7 +25,8 @@ INLINED = "inlined"             # the dso of an inlined frame: perf prints "(inl
 
 
 class Resolver:
-    def __init__(self, maps, kallsyms=None, symfs=None, buildid_dir=None, enabled=True):
+    def __init__(self, maps, kallsyms=None, symfs=None, buildid_dir=None, enabled=True,
+                 demangle=True):
         self.maps = maps
         self.kallsyms = kallsyms
         self.locator = Locator(symfs, buildid_dir)
@@ -38,7 +40,9 @@ class Resolver:
         self._generation = None
         self.epoch = 0           # bumped by invalidate(): callers cache names per (maps generation, epoch)
         self.refused = {}        # path -> why no symbols (build id mismatch, not found, ...)
+        self.demangle = Demangler(demangle)     # names as perf prints them (demangle.py)
         self.jit = JitNames(symfs)   # run-time generated code: /tmp/perf-P.map dsos (jitnames.py)
+        self.jit.demangle = self.demangle
         self.inline = enabled    # add inlined frames (frames())
         self.warn = None         # warn(line): said once when pyelftools is missing
         self._dwarf = {}         # (path, build id) -> InlineInfo or None
@@ -106,7 +110,8 @@ class Resolver:
         hit = self._cache.get(key)
         if hit is None:
             elf = self.elf_for(path, build_id)
-            hit = self._cache[key] = (elf.find(off) if elf is not None else None) or (None, 0)
+            hit = (elf.find(off) if elf is not None else None) or (None, 0)
+            hit = self._cache[key] = (self.demangle(hit[0]), hit[1])
         return hit
 
     def frames(self, pid, ip):

@@ -96,7 +96,8 @@ def cmd_trace(args):
         from ..cli import refuse_terminal
         refuse_terminal(args.output, "a flame graph's HTML")
     with Trace(path) as trace, Output(args.output, inputs=[path]) as f:   # replaced when whole
-        namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols)
+        namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols,
+                      demangle=not args.no_demangle)
         if cmd == "flamegraph":
             out = Flame(f, namer, args.output, title=args.title or "Flame Graph: %s" % path,
                         width=args.width, inverted=args.inverted)
@@ -129,7 +130,8 @@ def _report(path, args, timeline=None):
     """The report of a trace.dat, with the user frames that would stay unnamed (see Namer)
     counted by reason; ``timeline`` (report --html) gets the samples and missed-event marks."""
     with Trace(path) as trace:
-        namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols)
+        namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols,
+                      demangle=not args.no_demangle)
 
         def stitched(frames, n):
             for where, off in frames:
@@ -193,6 +195,9 @@ OPTIONS = [
                                             "names frames)"), COMMANDS),
     (("--no-symbols",), dict(action="store_true", help="raw addresses and offsets, no names"),
      COMMANDS),
+    (("--no-demangle",), dict(action="store_true", help="C++, Rust, OCaml and Java names as they "
+                                                        "are in the binary, as perf --no-demangle"),
+     ("script", "folded", "flamegraph")),
     (("--max-stack",), dict(type=int, default=127, help="frames per event (default %(default)d)"),
      ("script",)),
 ]

@@ -11,6 +11,7 @@ import os
 from collections import Counter
 
 from ..model import UNMATCHED
+from ..symbols.demangle import Demangler
 from ..symbols.elf import ElfError, ElfSymbols
 
 UNKNOWN = "[unknown]"
@@ -24,8 +25,9 @@ class Namer:
     other file at that path may be another build: its frames stay ``path+0xoffset`` and
     ``unnamed`` counts them by reason."""
 
-    def __init__(self, trace=None, symfs=None, symbols=True):
+    def __init__(self, trace=None, symfs=None, symbols=True, demangle=True):
         self.trace, self.symfs, self.symbols = trace, symfs, symbols
+        self.demangle = Demangler(demangle)     # user names as perf prints them (demangle.py)
         self.recorded = {}          # (inode, dev) -> path: the feed's inode_cache (FtraceFeed.paths)
         self.unnamed = Counter()    # reason -> user frames left without a name
         self._elf = {}              # path -> ElfSymbols, or why there is none
@@ -53,7 +55,7 @@ class Namer:
         if hit is None:
             self.unnamed["no symbol covers the offset"] += n
             return None, 0, path
-        return hit[0], hit[1], path
+        return self.demangle(hit[0]), hit[1], path
 
     def _elf_for(self, path):
         elf = self._elf.get(path)
