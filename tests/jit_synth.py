@@ -1,6 +1,7 @@
 """Synthetic JIT inputs written by the tests, not by the code under test: jitdump files
 (tools/perf/util/jitdump.h) and the MMAP2 records that make perf look for them."""
 import struct
+import subprocess
 
 from deferstitch.abi import consts as C
 from deferstitch.abi.attr import BIT_USE_CLOCKID, PerfEventAttr
@@ -54,12 +55,33 @@ class Dump:
         return bytes(self.data)
 
 
-def mmap2(f, pid, start, length, path, time, prot=PROT_READ | PROT_EXEC, flags=2):
+def mmap2(f, pid, start, length, path, time, prot=PROT_READ | PROT_EXEC, flags=2, pgoff=0):
     """A MMAP2 record (no build id) into the Synth ``f``."""
     name = path.encode() + b"\0"
     name += b"\0" * (-len(name) % 8)
-    body = struct.pack("<iiQQQIIQQII", pid, pid, start, length, 0, 0, 0, 0, 0, prot, flags)
+    body = struct.pack("<iiQQQIIQQII", pid, pid, start, length, pgoff, 0, 0, 0, 0, prot, flags)
     f.raw(C.PERF_RECORD_MMAP2, body + name + f.trailer(pid, time))
+
+
+def elf_segments(path):
+    """PT_LOAD (p_offset, p_vaddr, p_filesz) of a binary, from readelf (not the code under test)."""
+    out = subprocess.run(["readelf", "-lW", str(path)], capture_output=True, text=True).stdout
+    return [(int(p[1], 16), int(p[2], 16), int(p[5], 16))
+            for p in (line.split() for line in out.splitlines()) if p and p[0] == "LOAD"]
+
+
+def map_elf(f, pid, base, path, segments, time):
+    """MMAP2s of a binary's segments at ``base``, page-aligned as the loader maps them."""
+    for off, vaddr, filesz in segments:
+        length = ((vaddr & 0xfff) + filesz + 0xfff) & ~0xfff
+        mmap2(f, pid, base + (vaddr & ~0xfff), length, path, time, pgoff=off & ~0xfff)
+
+
+def elf_functions(path):
+    """{name: vaddr} of a binary's defined functions, from nm (weak ones too: templates)."""
+    out = subprocess.run(["nm", "--defined-only", str(path)], capture_output=True, text=True).stdout
+    return {p[2]: int(p[0], 16) for p in (line.split() for line in out.splitlines())
+            if len(p) == 3 and p[1] in "tTwW"}
 
 
 def loads(path):

@@ -6,15 +6,14 @@ import gzip
 import json
 import os
 import shutil
-import struct
 import subprocess
 
 import pytest
 
 import tracecmd_synth as S
 from conftest import ROOT, need_built, run_cli
-from deferstitch.abi import consts as C
 from deferstitch.symbols.demangle import Demangler, demangle, demangle_cxx, demangle_java, demangle_ocaml
+from jit_synth import elf_functions, elf_segments, map_elf
 from synth import Synth
 
 ENGINES = pytest.mark.parametrize("accel", ["0", "1"], ids=["python", "engine"])
@@ -99,16 +98,9 @@ def cxx(tmp_path_factory):
     exe.parent.mkdir(parents=True)
     subprocess.run(["g++", "-O1", "-fno-inline", "-fno-omit-frame-pointer", "-g0", "-o", exe,
                     work / "prog.cc"], check=True)
-    out = subprocess.run(["nm", "--defined-only", exe], capture_output=True, text=True).stdout
-    funcs = {p[2]: int(p[0], 16) for p in (l.split() for l in out.splitlines())
-             if len(p) == 3 and p[1] in "tTwW"}
+    funcs = elf_functions(exe)
     assert POKE in funcs and TWICE in funcs, sorted(funcs)
-    segs = []
-    for line in subprocess.run(["readelf", "-lW", exe], capture_output=True, text=True).stdout.splitlines():
-        parts = line.split()
-        if parts and parts[0] == "LOAD":
-            segs.append((int(parts[1], 16), int(parts[2], 16), int(parts[5], 16)))
-    return symfs, "/opt/app/prog", funcs, segs
+    return symfs, "/opt/app/prog", funcs, elf_segments(exe)
 
 
 def perf_file(cxx, path):
@@ -116,13 +108,7 @@ def perf_file(cxx, path):
     poke <- twice <- main, each at +4."""
     symfs, exe, funcs, segs = cxx
     f = Synth()
-    name = exe.encode() + b"\0"
-    name += b"\0" * (-len(name) % 8)
-    for off, vaddr, filesz in segs:
-        start, pgoff = BASE + (vaddr & ~0xfff), off & ~0xfff
-        length = ((vaddr & 0xfff) + filesz + 0xfff) & ~0xfff
-        body = struct.pack("<iiQQQIIQQII", PID, PID, start, length, pgoff, 0, 0, 0, 0, 5, 2)
-        f.raw(C.PERF_RECORD_MMAP2, body + name + f.trailer(PID, 10))
+    map_elf(f, PID, BASE, exe, segs, 10)
     user = [BASE + funcs[n] + 4 for n in (POKE, TWICE, "main")]
     f.sample(PID, 100, cookie=1)
     f.deferred(PID, 105, 1, user)

@@ -6,11 +6,13 @@ engine and on the Python path; damaged dumps cost names after the damage, never 
 import gzip
 import json
 import os
+import shutil
+import subprocess
 
 import pytest
 
 from conftest import ROOT, need_built, run_cli
-from jit_synth import PROT_READ, PROT_WRITE, Dump, mmap2, monotonic_attr
+from jit_synth import PROT_READ, PROT_WRITE, Dump, elf_functions, elf_segments, map_elf, mmap2, monotonic_attr
 from perf_text import parse_script
 from synth import Synth
 
@@ -275,3 +277,41 @@ def test_nested_reuse_names_follow_the_time(tmp_path):
     for t, name, start in ((150, "x", 0x100), (350, "c", 0x120), (550, "long", 0)):
         jit.now = t
         assert jit.find("/tmp/perf-50.map", ANON + 0x130)[:2] == (name, 0x130 - start)
+
+
+# -- a dump's code inside a file's mapping (V8's embedded builtins in libnode's text) -----------
+LIB = 0x7C0000000000
+
+
+@ENGINES
+def test_dump_code_in_a_file_mapping_named_from_its_load_time(tmp_path, accel):
+    """perf inject --jit overlays code a dump loads inside a file's mapping with the MMAP2 of
+    its jitted ELF file at its load time: from then on the dump names those addresses, before
+    it (and around the code) the file does."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc not installed: apt-get install gcc")
+    root = tmp_path / "symfs"
+    exe = root / "opt" / "lib" / "libv8like.so"
+    exe.parent.mkdir(parents=True)
+    (tmp_path / "lib.c").write_text("int builtins(int x) { return x * 3 + 1; }\n"
+                                    "int around(int x) { return x - 7; }\n")
+    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-o", exe, tmp_path / "lib.c"], check=True)
+    funcs = elf_functions(exe)
+    code, other = LIB + funcs["builtins"], LIB + funcs["around"]
+    d = Dump(PID)
+    d.load(150, code, other - code, "Builtin:ArrayPrototypePush", 1)
+    (root / "tmp").mkdir()
+    (root / "tmp" / "jit-50.dump").write_bytes(bytes(d))
+    f = Synth(attrs=[monotonic_attr()])
+    map_elf(f, PID, LIB, "/opt/lib/libv8like.so", elf_segments(exe), 10)
+    mmap2(f, PID, 0x7D0000000000, 0x1000, "/tmp/jit-50.dump", 11)
+    stitched(f, PID, 100, [code + 4, other + 2], cookie=1)
+    mmap2(f, PID, DATA, 0x1000, "//anon", 160, prot=PROT_READ | PROT_WRITE)   # the clock moves on
+    stitched(f, PID, 200, [code + 4, other + 2], cookie=2)
+    path = f.save(tmp_path / "overlay.data")
+    r = run_cli("script", path, "--symfs", root, env=env(accel))
+    assert r.returncode == 0, r.stderr
+    lib = "/opt/lib/libv8like.so"
+    assert script_frames(r.stdout.decode()) == [
+        (PID, [("builtins+0x4", lib), ("around+0x2", lib)]),
+        (PID, [("Builtin:ArrayPrototypePush+0x4", "/tmp/jit-50.dump"), ("around+0x2", lib)])]

@@ -7,7 +7,7 @@ from ..errors import DeferstitchError
 from ..symbols.kallsyms import KALLSYMS_DSO, Kallsyms, find_kallsyms, running_build_id
 from ..symbols.jitdump import marker_pid
 from ..symbols.maps import Maps
-from ..symbols.perfmap import PROT_EXEC, map_dso
+from ..symbols.perfmap import PROT_EXEC, map_dso, map_pid
 from ..symbols.resolver import Resolver
 from ..symbols.vdso import VdsoSource
 
@@ -181,10 +181,15 @@ class PerfContext:
         jit = self.jit
         seen = len(jit.warnings)
         jit.now = self.perf.evlist.time_of(rec)
-        jit.add_dump(m.pid, m.filename)
+        jit.add_dump(m.pid, m.filename, lambda addr: self._in_file(m.pid, addr))
         if self.warn is not None:
             for line in jit.warnings[seen:]:
                 self.warn("deferstitch: " + line)
+
+    def _in_file(self, pid, addr):
+        """Whether pid's maps put a file (not anonymous memory, not a [special]) at addr."""
+        m = self.maps.find(pid, addr)
+        return m is not None and map_pid(m.path) is None and not m.path.startswith("[")
 
     def comm(self, s):
         """As perf names a thread: its COMM, "swapper" for the idle task 0, else ":tid"."""

@@ -1,9 +1,14 @@
 """Names of run-time generated code: the frames perf puts in a ``/tmp/perf-P.map`` dso (perfmap.py
-says which), named from P's jitdump (jitdump.py), else from P's map file.
+says which), named from P's jitdump (jitdump.py), else from P's map file; and code a dump says
+it put inside a file's own mapping (V8's embedded builtins and bytecode handlers live in
+libnode's text), named from the dump from its load time on, as ``perf inject --jit`` overlays
+such code with the MMAP2 of its jitted ELF file at that time (``overlay``).
 
     MMAP2 //anon (exec) of P ─> dso /tmp/perf-P.map ─┬─> jit-P.dump's code at that address,
                                                      │   valid from its load time on
-    MMAP2 .../jit-P.dump ─> add_dump(P) ─────────────┘   (else) /tmp/perf-P.map's entry
+    MMAP2 .../jit-P.dump ─> add_dump(P) ─────────────┤   (else) /tmp/perf-P.map's entry
+    MMAP2 libnode.so of P ─> dso libnode.so ─────────┴─> jit-P.dump's code loaded there by
+                                                         now, else the file's own symbol
 
 A dump names its frames with the dump as their dso (``py::f:x.py+0x10 (/tmp/jit-9.dump)``), a map
 file with the map file (as perf: ``jit_f3+0x10 (/tmp/perf-140.map)``). Load times count when
@@ -18,7 +23,7 @@ from .perfmap import PerfMap, map_file, map_pid
 class _DumpCodes:
     """One dump's code by address; ``find(ip, now)`` picks among the pieces that held ``ip``."""
 
-    def __init__(self, dump, timed, recorded):
+    def __init__(self, dump, timed, recorded, in_file=None):
         self.path, self.timed, self.recorded = dump.path, timed, recorded
         codes = sorted(dump.codes, key=lambda c: c.start)
         self.starts = [c.start for c in codes]
@@ -36,9 +41,14 @@ class _DumpCodes:
                 switches.update((c.time, last.time))
             if c.end > end:
                 end, last = c.end, c
+        # code put inside a file's mapping takes its addresses over at its load time
+        if in_file is not None:
+            switches.update(c.time for c in codes if in_file(c.start))
         self.switches = sorted(switches)
 
-    def find(self, ip, now):
+    def find(self, ip, now, loaded=False):
+        """(name, offset) of the code at ``ip``; ``loaded``: only code loaded by ``now`` (the
+        rest of a file's mapping is the file's own code until then)."""
         held = []
         i = bisect.bisect_right(self.starts, ip) - 1
         while i >= 0:
@@ -54,10 +64,14 @@ class _DumpCodes:
             if not self.timed or now is None:
                 held.sort(key=lambda c: self.order[id(c)])
             else:
-                loaded = [c for c in held if c.time <= now]
+                done = [c for c in held if c.time <= now]
                 # none yet: the code ran before a record told us the time, take the first
-                held = sorted(loaded, key=lambda c: c.time) if loaded else \
+                held = sorted(done, key=lambda c: c.time) if done or loaded else \
                     sorted(held, key=lambda c: -c.time)
+        elif loaded and self.timed and now is not None and held[0].time > now:
+            return None
+        if not held:
+            return None
         c = held[-1]
         return c.name, ip - c.start
 
@@ -80,8 +94,9 @@ class JitNames:
     def pending(self):
         return bool(self._switches)
 
-    def add_dump(self, pid, recorded):
-        """A marker mmap of ``recorded`` (jit-PID.dump) by ``pid``: read the dump once."""
+    def add_dump(self, pid, recorded, in_file=None):
+        """A marker mmap of ``recorded`` (jit-PID.dump) by ``pid``: read the dump once.
+        ``in_file(addr)``: whether pid's maps put a file at addr (its code there is an overlay)."""
         if recorded in self.dump_info:
             return
         path = map_file(recorded, self.symfs)
@@ -100,7 +115,7 @@ class JitNames:
         if dump.codes and self.timed and dump.arch_timestamps:
             self.warnings.append("%s: the dump's times are the CPU's (JITDUMP_FLAGS_ARCH_TIMESTAMP): "
                                  "each address takes the code put there last" % path)
-        codes = _DumpCodes(dump, self.timed and not dump.arch_timestamps, recorded)
+        codes = _DumpCodes(dump, self.timed and not dump.arch_timestamps, recorded, in_file)
         self.dumps[pid] = codes
         if codes.timed:
             self._switches = sorted(self._switches + codes.switches)
@@ -131,6 +146,17 @@ class JitNames:
         if hit is None:
             return None, 0, dso
         return hit[0], hit[1], dso
+
+    def overlay(self, pid, ip):
+        """(sym, offset, dump) for code pid's dump put at ``ip`` inside a file's mapping, loaded
+        by now; None: the file's own code is there."""
+        codes = self.dumps.get(pid)
+        if codes is None:
+            return None
+        hit = codes.find(ip, self.now, loaded=True)
+        if hit is None:
+            return None
+        return self.demangle(hit[0]), hit[1], codes.recorded
 
     def _map(self, dso):
         if dso not in self.maps:

@@ -99,6 +99,8 @@ class Resolver:
         if not self.enabled or m.path.startswith("[") and not is_vdso(m.path):
             return None, 0, m.path
         hit = self.jit.find(m.path, ip)
+        if hit is None and self.jit.dumps:
+            hit = self.jit.overlay(pid, ip)
         if hit is not None:
             return hit
         sym, off = self.file_symbol(m.path, m.build_id or self.build_ids.get(m.path), m.file_offset(ip))
