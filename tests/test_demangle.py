@@ -40,6 +40,9 @@ def test_cxx_as_libstdcxx_prints_it():
     assert demangle("_ZNSo5flushEv") == "std::ostream::flush()"
     assert demangle("_ZN4node5StartEiPPc") == "node::Start(int, char**)"
     assert demangle("_Z3fooi.constprop.0") == "foo(int) [clone .constprop.0]"
+    # a PLT entry: its symbol demangled, then @plt (perf 7.2: std::__basic_file<char>::fd()@plt)
+    assert demangle("_ZNSt12__basic_fileIcE2fdEv@plt") == "std::__basic_file<char>::fd()@plt"
+    assert demangle("free@plt") == "free@plt"
     # __cxa_demangle takes a bare type name too (perf calls it on every name)
     assert demangle_cxx("i") == "int"
     for plain in ("main", "getppid", "_start", "", "_Z"):

@@ -145,3 +145,24 @@ def test_forgotten_signatures_never_mix_stacks(tmp_path, monkeypatch):
         out = tmp_path / ("f-%s.txt" % accel)
         assert cli.main(["folded", str(path), "--no-symbols", "-o", str(out)]) == 0
         assert user_counts(out.read_text()) == expected_counts(want)
+
+
+@pytest.mark.parametrize("accel", ["0", "1"], ids=["python", "engine"])
+def test_a_sample_given_after_its_thread_exited_is_named_by_tid(tmp_path, accel):
+    """perf forgets a thread at its EXIT (machine__process_exit_event) and gives the samples
+    still waiting for their user stack at the end (session__flush_deferred_samples): those of a
+    thread that exited are a new thread's, ":TID". A stitched one is given while it lives."""
+    f = Synth()
+    comm_exec(f, 60, "worker", 100)
+    mmap(f, 60, "/usr/bin/worker", 110)
+    f.sample(60, 200, cookie=1)
+    f.deferred(60, 205, 1, [IP])
+    f.sample(60, 300, cookie=2)             # its thread exits before returning to user space
+    f.exit(60, 400)
+    path = f.save(tmp_path / "exit.data")
+    env = dict(os.environ, DEFERSTITCH_ACCEL=accel)
+    heads = [ln.split()[0] for ln in run_cli("script", path, env=env).stdout.decode().splitlines()
+             if ln and not ln.startswith("\t")]
+    assert heads == ["worker", ":60"]
+    folded = run_cli("folded", path, env=env).stdout.decode().splitlines()
+    assert sorted(ln.split(";")[0] for ln in folded) == [":60", "worker"]

@@ -89,6 +89,9 @@ def same_clock(perf):
     return all(ent.attr.use_clockid and ent.attr.clockid == 1 for ent in perf.evlist.entries)
 
 
+EXITED = object()   # comms[tid] of a thread that has exited
+
+
 class PerfContext:
     """Tracks maps, comms and symbol sources from the records an output sees, for naming frames."""
 
@@ -167,8 +170,15 @@ class PerfContext:
             elif t == C.PERF_RECORD_FORK:
                 task = R.parse_task(rec.data, e)
                 self.maps.fork(task.ppid, task.pid)
-                if task.ptid in self.comms:
+                if self.comms.get(task.tid) is EXITED:    # the tid used again: a new thread
+                    del self.comms[task.tid]
+                if self.comms.get(task.ptid, EXITED) is not EXITED:
                     self.comms.setdefault(task.tid, self.comms[task.ptid])
+            elif t == C.PERF_RECORD_EXIT:
+                # perf forgets the thread (machine__process_exit_event): a sample it prints
+                # after this, such as one whose user stack never came (session__flush_deferred_
+                # samples, at the end), is a new thread's, named ":TID"
+                self.comms[R.parse_task(rec.data, e).tid] = EXITED
             elif t == C.PERF_RECORD_KSYMBOL:
                 k = R.parse_ksymbol(rec.data, e, body_end)
                 self.resolver.ksymbols.append((k.addr, k.addr + k.len, k.name))
@@ -196,8 +206,9 @@ class PerfContext:
         return self.comm_of(s.tid, s.comm)
 
     def comm_of(self, tid, comm):
-        """comm() from a tid and the comm the sample was taken under."""
+        """comm() from a tid and the comm the sample was taken under; ":TID" once the thread
+        has exited."""
         name = self.comms.get(tid) or comm
-        if name:
+        if name and name is not EXITED:
             return name
         return "swapper" if tid == 0 else ":%d" % (tid if tid is not None else -1)

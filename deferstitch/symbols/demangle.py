@@ -142,7 +142,10 @@ def _java(s):
 
 
 def demangle(name):
-    """The name perf prints for an ELF or DWARF name: demangled, else as it is."""
+    """The name perf prints for an ELF or DWARF name: demangled, else as it is. A PLT entry's
+    ``name@plt`` is its symbol's name demangled, then ``@plt`` (symbol-elf.c names it so)."""
+    if name.endswith("@plt"):
+        return demangle(name[:-4]) + "@plt"
     return (demangle_rust(name) or demangle_cxx(name) or demangle_ocaml(name)
             or demangle_java(name) or name)
 
