@@ -22,7 +22,8 @@ so `cat` is the I/O floor and `cp` the floor of writing a copy.
     deferstitch stitch F -o out.data   deferstitch folded F   deferstitch report F --json
     deferstitch script F (perf script's text)   deferstitch export F --format pprof
     and stitch, folded with DEFERSTITCH_ACCEL=0 (the Python path)
-    deferstitch folded F --symfs S --kallsyms K [--no-inline]   (named, with and without inlined frames)
+    deferstitch folded F --symfs S --kallsyms K [--no-inline [--no-demangle]]   (named, with and
+        without inlined frames and demangling; also on cpp x10, tests/data/langs/cpp replicated)
     perf script -i F (merged)          perf script -F tid,time,ip -i F      perf inject -i F -o inj.data
     on pipe-format inputs also: cat F | deferstitch folded|stitch|script -   (standard input)
 
@@ -57,6 +58,8 @@ SID_PERF = ROOT / "tools" / "sid-perf"
 TIME = shutil.which("time", path="/usr/bin:/bin") or "/usr/bin/time"
 CACHE = Path(os.environ.get("DEFERSTITCH_BENCH_DIR", Path.home() / ".cache" / "deferstitch-bench"))
 SYMFS = CACHE / "symfs"     # the captures' binaries at their guest paths (prepare())
+LANGS = ROOT / "tests" / "data" / "langs"
+LANGS_SYMFS = CACHE / "langs-symfs"     # tests/data/langs/symfs unpacked (make_langs())
 OUT = "bench-"              # what the commands write in CACHE (--goals: this run's own names)
 REAL = ["a_per_task", "b_per_task", "c_per_task", "syswide", "lost_per_task", "pipe", "compressed",
         "two_events_cpu_task", "baseline_fp_nodefer"]
@@ -82,17 +85,22 @@ def tools(have_perf, group):
                                                                   % (f, cmd, c, rest)])(c, rest))
                 for c, rest in (("stitch", "-o %sout.data" % OUT), ("folded", "-o /dev/null"),
                                 ("script", "-o /dev/null"))]
-    else:           # the Python path (what perf's embedded Python and DEFERSTITCH_ACCEL=0 get)
+    elif group == "langs":      # a C++ program: names demangled, inlined frames from its DWARF
+        named = ["--symfs", str(LANGS_SYMFS), "--kallsyms", str(LANGS / "kallsyms.xz")]
+        out = [(t, a) for t, a in out if t in ("cat", "ds folded")]
+    if group != "pipe":
+        named = named if group == "langs" else ["--symfs", str(SYMFS), "--kallsyms",
+                                                str(CAPTURES / "kallsyms.xz")]
+        out += [("ds folded named", lambda f: py + ["folded", f, "-q", "-o", os.devnull] + named),
+                ("ds folded named --no-inline",
+                 lambda f: py + ["folded", f, "-q", "-o", os.devnull, "--no-inline"] + named),
+                ("ds folded named --no-inline --no-demangle",
+                 lambda f: py + ["folded", f, "-q", "-o", os.devnull, "--no-inline", "--no-demangle"] + named)]
+    if group not in ("pipe", "langs"):      # the Python path (perf's embedded Python, DEFERSTITCH_ACCEL=0)
         slow = ["env", "DEFERSTITCH_ACCEL=0"] + py
         out += [("ds stitch (Python path)", lambda f: slow + ["stitch", f, "-q", "-o", OUT + "out.data"]),
                 ("ds folded (Python path)", lambda f: slow + ["folded", f, "-q", "-o", os.devnull])]
-        # named as in the guest (its binaries under a --symfs, its kallsyms): the cost of the
-        # calls inlined at each address (DWARF), against the same names without them
-        named = ["--symfs", str(SYMFS), "--kallsyms", str(CAPTURES / "kallsyms.xz")]
-        out += [("ds folded named", lambda f: py + ["folded", f, "-q", "-o", os.devnull] + named),
-                ("ds folded named --no-inline",
-                 lambda f: py + ["folded", f, "-q", "-o", os.devnull, "--no-inline"] + named)]
-    if have_perf:
+    if have_perf and group != "langs":
         sp = str(SID_PERF)
         out += [("perf script", lambda f: [sp, "script", "-i", f])]
         if not pipe:
@@ -180,6 +188,7 @@ def prepare(quick):
         name = built(meta, src, what, k, pipe)
         inputs.append(("%s x%d%s" % (what, k, " pipe format" if pipe and what != "pipe" else ""), name,
                        "pipe" if pipe else "scale"))
+    inputs.append(("cpp x10", built(meta, make_langs(), "cpp", 10, False), "langs"))
     rounds = 2 if quick else 10
     name = "threads-10000x%d.data" % rounds
     if name not in meta["files"] or not (CACHE / name).exists():
@@ -198,6 +207,20 @@ def make_symfs():
     (SYMFS / "opt" / "rig").mkdir(parents=True, exist_ok=True)
     for name in ("workload_a", "workload_b", "workload_c"):
         shutil.copy(CAPTURES / "bin" / name, SYMFS / "opt" / "rig" / name)
+
+
+def make_langs():
+    """LANGS_SYMFS and the C++ capture unpacked into CACHE: the source of "cpp x10"."""
+    import lzma
+    for packed in (LANGS / "symfs").rglob("*.xz"):
+        out = LANGS_SYMFS / packed.relative_to(LANGS / "symfs").with_suffix("")
+        if not out.exists():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(lzma.decompress(packed.read_bytes()))
+    src = CACHE / "langs-cpp.data"
+    if not src.exists():
+        src.write_bytes(lzma.decompress((LANGS / "cpp" / "per-task.data.xz").read_bytes()))
+    return src
 
 
 def built(meta, src, what, k, pipe):
@@ -350,10 +373,11 @@ def targets(by, scale, inputs):
             x = ratio(inp, tool, tool + " (stdin)")
             if x is not None:
                 out.append("target standard input within 1.3x of the file (%s, %s): %.2fx" % (inp, tool, x))
-    for inp in scale[1:]:
-        x = ratio(inp, "ds folded named --no-inline", "ds folded named")
+    for inp in scale[1:] + ["cpp x10"]:
+        x = ratio(inp, "ds folded named --no-inline --no-demangle", "ds folded named")
         if x is not None:
-            out.append("target folded with inlined frames within 1.5x of --no-inline (%s): %.2fx" % (inp, x))
+            out.append("target folded demangled with inlined frames within 1.5x of --no-inline "
+                       "--no-demangle (%s): %.2fx" % (inp, x))
     for inp in [l for l, _n, g, _m in inputs if g in ("scale", "pipe")]:
         x = ratio(inp, "ds folded", "ds pprof")
         if x is not None:
@@ -388,10 +412,12 @@ def goal_inputs():
     out = []
     for k in (10, 100):
         out.append(("c_per_task x%d" % k, built(meta, c_src, "c_per_task", k, False),
-                    ["cp", "ds stitch", "ds folded", "ds pprof", "perf script",
-                     "ds folded named", "ds folded named --no-inline"]))
+                    ["cp", "ds stitch", "ds folded", "ds pprof", "perf script", "ds folded named",
+                     "ds folded named --no-inline", "ds folded named --no-inline --no-demangle"]))
         out.append(("c_per_task x%d pipe format" % k, built(meta, c_src, "c_per_task", k, True), stdin))
     out.append(("pipe x80", built(meta, p_src, "pipe", 80, True), stdin + ["ds pprof"]))
+    out.append(("cpp x10", built(meta, make_langs(), "cpp", 10, False),
+                ["ds folded named", "ds folded named --no-inline --no-demangle"]))
     meta_path.write_text(json.dumps(meta, indent=1))
     return out
 
@@ -419,7 +445,8 @@ def goals(args):
     rows = []
     for label, name, wanted in goal_inputs():
         subprocess.run(["cat", name], cwd=CACHE, stdout=subprocess.DEVNULL)     # warm the cache
-        argv = dict(tools(have_perf, "pipe" if ".pipe." in name else "scale"))
+        argv = dict(tools(have_perf, "pipe" if ".pipe." in name else "langs" if label.startswith("cpp")
+                          else "scale"))
         rows += [(label, name, tool, argv[tool]) for tool in wanted if tool in argv]
     runs = {}               # (input, tool) -> [(wall, cpu, rss)] by round
     t0 = time.perf_counter()
@@ -487,10 +514,11 @@ def goal_lines(runs):
             lo, med, hi = spread(rs)
             out.append("%-8s stitch within 2x of cp, %s: best against best %.2fx (per round %.2fx [%.2f-%.2f])"
                        % ("MET" if best <= 2 else "NOT MET", c, best, med, lo, hi))
-    for label in ("c_per_task x10", "c_per_task x100"):
-        rs = ratio(label, "ds folded named --no-inline", "ds folded named")
+    for label in ("c_per_task x10", "c_per_task x100", "cpp x10"):
+        rs = ratio(label, "ds folded named --no-inline --no-demangle", "ds folded named")
         if rs:
-            say(lambda x: x <= 1.5, "folded with inlined frames within 1.5x of --no-inline, %s" % label, rs)
+            say(lambda x: x <= 1.5, "folded demangled, with inlined frames, within 1.5x of "
+                "--no-inline --no-demangle, %s" % label, rs)
     for label in ("c_per_task x10", "c_per_task x100", "pipe x80"):
         rs = ratio(label, "ds folded", "ds pprof")
         if rs:
