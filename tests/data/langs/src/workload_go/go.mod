@@ -1,0 +1,3 @@
+module workload_go
+
+go 1.19
