@@ -16,11 +16,7 @@ kernel symbols (``symbol_conf.demangle_kernel`` is off) nor perf-map names.
 """
 import ctypes
 
-try:  # TEMP until demangle_rust lands
-    from .demangle_rust import demangle_rust
-except ImportError:
-    def demangle_rust(name):
-        return None
+from .demangle_rust import demangle_rust
 
 
 def _cxa():
