@@ -46,7 +46,7 @@ class Resolver:
         self.inline = enabled    # add inlined frames (frames())
         self.warn = None         # warn(line): said once when pyelftools is missing
         self._dwarf = {}         # (path, build id) -> InlineInfo or None
-        self._inlines = {}       # (path, build id, file offset) -> inlined names, innermost first
+        self._inlines = {}       # (path, build id, file offset) -> inlined(full=True)
 
     # -- finding binaries ----------------------------------------------------------------------
     def located(self, path, build_id):
@@ -117,36 +117,60 @@ class Resolver:
         return hit
 
     def frames(self, pid, ip):
-        """((ip, sym, offset, dso), ...): frame(), preceded by the calls inlined there."""
+        """((ip, sym, offset, dso), ...): frame(), with the calls inlined there as perf 7.2
+        lists them (inlined(full=True)): innermost first, each "(inlined)" unless perf names
+        it by the frame's own symbol; the holder itself where perf prints it."""
         sym, off, dso = self.frame(pid, ip)
         if sym is None or not self.inline or ip >= KERNEL_START or dso.startswith("["):
             return ((ip, sym, off, dso),)
         m = self.maps.find(pid, ip)
         if m is None or m.path != dso:      # named from a JIT map or dump: no DWARF behind it
             return ((ip, sym, off, dso),)
-        names = self.inlined(m.path, m.build_id or self.build_ids.get(m.path), m.file_offset(ip))
-        return tuple((ip, name, off, INLINED) for name in names) + ((ip, sym, off, dso),)
+        listed = self.inlined(m.path, m.build_id or self.build_ids.get(m.path), m.file_offset(ip), True)
+        if listed is None:
+            return ((ip, sym, off, dso),)
+        return tuple((ip, sym, off, dso) if name is None else (ip, name, off, INLINED) for name in listed)
 
-    def inlined(self, path, build_id, off):
-        """The names of the calls inlined at a file offset of a binary, innermost first."""
+    def inlined(self, path, build_id, off, full=False):
+        """The names of the calls inlined at a file offset of a binary, innermost first, as perf
+        names them (demangled by self.demangle).
+
+        ``full``: perf's whole list (None: just the frame), None standing for the frame's own
+        symbol. perf's new_inline_sym() turns each name it gets (dwarf.py perf_chain) into
+        the frame's real symbol when the demangled name equals the symbol's name, else into an
+        "(inlined)" frame; through libdw the holder's symbol follows them, through addr2line
+        the holder is the last name (a GCC clone, foo.constprop.0, is then "foo (inlined)"
+        with no real frame under it)."""
         key = (path, build_id, off)
-        hit = self._inlines.get(key)
-        if hit is None:
+        hit = self._inlines.get(key, False)
+        if hit is False:
+            hit = None
             info = self._dwarf_for(path, build_id)
             elf = self.elf_for(path, build_id)
             va = elf.vaddr(off) if info is not None and elf is not None else None
             try:
-                hit = info.chain(va) if va is not None else ()
+                if va is not None:
+                    raw = elf.table.find(va)
+                    sym = self.demangle(raw[0]) if raw else None
+                    names, holder = info.perf_chain(va, (raw[0], va - raw[1]) if raw else None)
+                    # the one comparison perf makes: demangled name == the symbol's demangled name
+                    listed = tuple(None if sym is not None and self.demangle(n) == sym
+                                   else self.demangle(n) for n in names)
+                    if names:
+                        hit = listed + (None,) if holder else listed
             except Exception as err:        # damaged DWARF costs its inlined frames, no more
                 self.refused.setdefault(path, "DWARF: %s" % err)
-                hit = ()
+                hit = None
             if len(self._inlines) > 1 << 20:
                 self._inlines.clear()
             self._inlines[key] = hit
-        return hit
+        if full:
+            return hit
+        return tuple(n for n in hit if n is not None) if hit else ()
 
     def _dwarf_for(self, path, build_id):
-        """The InlineInfo of the first file found for the dso that has .debug_info, or None."""
+        """The InlineInfo of the first file found for the dso that has DWARF (.debug_info,
+        compressed or not, or .zdebug_info), or None."""
         key = (path, build_id)
         if key in self._dwarf:
             return self._dwarf[key]
