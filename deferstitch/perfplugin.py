@@ -294,7 +294,7 @@ class Plugin:
     def _names(self, pid, ip):
         """The frames of a user address we add: the calls inlined there (ours: Resolver.frames,
         when pyelftools is here), then perf's name when perf showed the address, else ours."""
-        named = self.ctx.resolver.frames(pid, ip)
+        named = self.ctx.resolver.user_frames(pid, ip)
         hit = self.names.get((pid, ip))
         return named if hit is None else named[:-1] + ((ip,) + hit,)
 

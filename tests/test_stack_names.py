@@ -166,3 +166,30 @@ def test_a_sample_given_after_its_thread_exited_is_named_by_tid(tmp_path, accel)
     assert heads == ["worker", ":60"]
     folded = run_cli("folded", path, env=env).stdout.decode().splitlines()
     assert sorted(ln.split(";")[0] for ln in folded) == [":60", "worker"]
+
+
+@pytest.mark.parametrize("accel", ["0", "1"], ids=["python", "engine"])
+def test_a_kernel_address_in_the_user_half_is_unknown(tmp_path, accel):
+    """A frame-pointer walk that read garbage can put an address of the kernel's range in the
+    user stack: perf looks it up among the user maps (machine.c add_callchain_ip, after
+    PERF_CONTEXT_USER), finds nothing and prints [unknown] ([unknown]); so do we, in every
+    output (folded, and fleet's names, the same)."""
+    garbage = 0xffffffff81000010
+    f = Synth()
+    comm_exec(f, 60, "worker", 100)
+    mmap(f, 60, "/usr/bin/worker", 110)
+    f.sample(60, 200, cookie=1)
+    f.deferred(60, 205, 1, [IP, garbage, IP + 4])
+    path = f.save(tmp_path / "garbage.data")
+    env = dict(os.environ, DEFERSTITCH_ACCEL=accel)
+    frames = [ln.split(None, 1) for ln in run_cli("script", path, env=env).stdout.decode().splitlines()
+              if ln.startswith("\t")]
+    assert ["%x" % garbage, "[unknown] ([unknown])"] in frames
+    kernel = [fr for fr in frames if int(fr[0], 16) >= 0xffff800000000000 and int(fr[0], 16) != garbage]
+    assert kernel and all("[kernel.kallsyms]" in fr[1] for fr in kernel)     # the kernel half stays
+    folded = run_cli("folded", path, env=env).stdout.decode()
+    assert ";[worker];[unknown];[worker];" in folded, folded
+    pytest.importorskip("distributed", reason="Dask not installed: pip install 'deferstitch[fleet]'")
+    out = tmp_path / "fleet.folded"
+    assert run_cli("fleet", path, "-o", out, env=env).returncode == 0
+    assert out.read_text() == folded

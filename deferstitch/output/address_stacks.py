@@ -64,7 +64,11 @@ class AddressStacks(Sink):
         keys = self._keys.get((pid, ips))
         if keys is None:
             seq = ips if ips.__class__ is tuple else memoryview(ips).cast("Q").tolist()
-            keys = self._keys[(pid, ips)] = tuple(self._key(pid, ip) for ip in reversed(seq))
+            keys, user = [], False      # past the kernel half: from the first user address on
+            for ip in seq:
+                user = user or ip < KERNEL_START
+                keys.append(("d", UNKNOWN) if user and ip >= KERNEL_START else self._key(pid, ip))
+            keys = self._keys[(pid, ips)] = tuple(reversed(keys))
         self.stacks[(comm.replace(" ", "_"), keys)] += w
 
     def _key(self, pid, ip):
@@ -86,7 +90,7 @@ class AddressStacks(Sink):
             return ("v", m.path, m.build_id or res.build_ids.get(m.path), self._kernel, m.file_offset(ip))
         if not self.symbols or m.path.startswith("["):
             return ("d", m.path)
-        jit = res.jit.find(m.path, ip)          # the task's own names (ctx naming is off)
+        jit = res.jit_frame(pid, m, ip)         # the task's own names (ctx naming is off)
         if jit is not None:
             return ("n", jit[0]) if jit[0] is not None else ("d", jit[2])
         return ("u", m.path, m.build_id or res.build_ids.get(m.path), m.file_offset(ip))
@@ -136,9 +140,12 @@ class StackNamer:
             _k, path, build_id, off = key
             res = self.resolver
             sym = res.file_symbol(path, build_id, off)[0]
-            # the calls inlined there follow their holder, root first, as folded writes them
-            inlined = res.inlined(path, build_id, off) if sym is not None and res.inline else ()
-            return ";".join((frame_name(sym, path),) + inlined[::-1])
+            # perf's list at that address (Resolver.inlined: None is the frame's own symbol),
+            # root first, as folded writes it
+            listed = res.inlined(path, build_id, off, True) if sym is not None and res.inline else None
+            if not listed:
+                return frame_name(sym, path)
+            return ";".join(frame_name(sym, path) if n is None else n for n in reversed(listed))
         _k, ks_path, dso, text, ip = key
         ks = self._kallsyms(ks_path)
         hit = None

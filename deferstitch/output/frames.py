@@ -1,5 +1,6 @@
 """Frames of a stitched sample as (ip, sym, symoff, dso), the way perf script shows them."""
-from ..abi.consts import PERF_CONTEXT_MAX
+from ..abi.consts import PERF_CONTEXT_MAX, PERF_CONTEXT_USER
+from ..symbols.maps import KERNEL_START
 from ..model import STITCHED
 
 UNKNOWN = "[unknown]"
@@ -71,7 +72,13 @@ class StackCache:
                 self.frames.clear()
             seq = ips if ips.__class__ is tuple else memoryview(ips).cast("Q").tolist()
             frames, frame, named = self.frames, res.frames, []
+            user = False            # past the kernel half: from the first user address on
             for ip in seq:
+                if ip < KERNEL_START or ip == PERF_CONTEXT_USER:
+                    user = True
+                elif user and ip < PERF_CONTEXT_MAX:
+                    named += res.user_frames(pid, ip)       # garbage in the user half
+                    continue
                 f = frames.get((sig, ip))
                 if f is None:       # (a context marker, in a flame graph's chain, has no name)
                     f = frame(pid, ip) if ip < PERF_CONTEXT_MAX else ((ip, None, 0, None),)

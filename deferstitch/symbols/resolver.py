@@ -98,13 +98,27 @@ class Resolver:
             return None, 0, UNKNOWN
         if not self.enabled or m.path.startswith("[") and not is_vdso(m.path):
             return None, 0, m.path
-        hit = self.jit.find(m.path, ip)
-        if hit is None and self.jit.dumps:
-            hit = self.jit.overlay(pid, ip)
+        hit = self.jit_frame(pid, m, ip)
         if hit is not None:
             return hit
         sym, off = self.file_symbol(m.path, m.build_id or self.build_ids.get(m.path), m.file_offset(ip))
         return sym, off, m.path
+
+    def jit_frame(self, pid, m, ip):
+        """(sym, offset, dso) of run-time generated code at ip of mapping m (a /tmp/perf-P.map
+        dso, or a dump's code inside a file's mapping: jitnames.py), else None."""
+        hit = self.jit.find(m.path, ip)
+        if hit is None and self.jit.dumps:
+            hit = self.jit.overlay(pid, ip)
+        return hit
+
+    def user_frames(self, pid, ip):
+        """frames() of an address in the user half of a chain. One in the kernel's range (a
+        frame-pointer walk that read garbage) is looked up among the user maps, as perf does
+        after PERF_CONTEXT_USER (machine.c add_callchain_ip): not found, ``[unknown]``."""
+        if ip >= KERNEL_START:
+            return ((ip, None, 0, UNKNOWN),)
+        return self.frames(pid, ip)
 
     def file_symbol(self, path, build_id, off):
         """(sym or None, offset) at a file offset of a binary, each looked up once."""
