@@ -33,7 +33,7 @@ COMMANDS = ("report", "script", "folded", "flamegraph")
 
 
 def Trace(path):
-    """libtracecmd's view of ``path`` (bridge.py), loaded by the trace commands only: its
+    """The trace.dat at ``path`` (bridge.Trace), loaded by the trace commands only: its
     ctypes is a few ms of every perf-side command's start-up otherwise."""
     from .bridge import Trace as open_trace
     return open_trace(path)
