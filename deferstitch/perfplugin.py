@@ -309,8 +309,8 @@ class Plugin:
                                          d.get("ev_name", ""))
         lines = [head]
         for ip, name, off, dso in frames:
-            lines.append("\t%16x %s (%s)" % (ip, "%s+%#x" % (name, off) if name else "[unknown]",
-                                             dso or "[unknown]"))
+            lines.append("\t%16x %s (%s)" % (ip, "%s+%#x" % (name, off) if name else UNKNOWN,
+                                             dso or UNKNOWN))
         self.out.write("\n".join(lines) + "\n\n")
 
     def finish(self):

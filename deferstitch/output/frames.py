@@ -12,7 +12,7 @@ import os
 
 from ..abi.consts import PERF_CONTEXT_MAX
 from ..model import STITCHED
-from ..symbols.resolver import UNKNOWN
+from ..symbols.maps import UNKNOWN
 
 
 def sample_ips(s):
