@@ -8,6 +8,8 @@ Frames of an ftrace sample, innermost first:
     user    (path, file offset)  from user_unwind_stack + inode_cache; named through the ELF
                                  file when it exists here (or under --symfs)
             (None, address)      from the synchronous user_stack: no file known
+Folded and flame graphs name a user frame of no known file (these, and addresses no VMA
+covered) by its address: output/frames.py, frame_name.
 """
 import os
 from collections import Counter
@@ -19,6 +21,7 @@ from ..symbols.demangle import Demangler
 from ..symbols.elf import ElfError, ElfSymbols
 from ..symbols.maps import KERNEL_DSO
 
+# the context markers a perf callchain puts before its kernel and its user part (Namer.chain)
 _KERNEL, _USER = (PERF_CONTEXT_KERNEL, None, 0, None), (PERF_CONTEXT_USER, None, 0, None)
 
 
