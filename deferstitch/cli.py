@@ -22,7 +22,7 @@ import sys
 from . import __version__, pipeline
 from .abi import consts as C
 from .errors import DeferstitchError, FormatError, OutputError
-from .output.atomic import NamedStdout, Output, Terminated, on_sigterm
+from .output.atomic import NamedStdout, Output, Terminated, on_sigterm, refuse_terminal
 from .output.dso_table import DsoTable
 from .output.folded import Folded
 from .output.perf_records import MAP_TYPES
@@ -97,12 +97,6 @@ def cmd_info(args):
     if error is not None:
         raise error
     return 0
-
-
-def refuse_terminal(output, what):
-    """A binary file or a page of markup poured onto a terminal helps no one: one line, exit 2."""
-    if output in (None, "-") and sys.stdout is not None and sys.stdout.isatty():
-        raise DeferstitchError("refusing to write %s to a terminal: give -o FILE or redirect" % what)
 
 
 def cmd_stitch(args):

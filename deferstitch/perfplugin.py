@@ -27,7 +27,7 @@ from .abi import consts as C
 from .errors import DeferstitchError, FormatError
 from .model import NO_COOKIE
 from .output.atomic import Output
-from .output.folded import frame_name
+from .output.frames import UNKNOWN, frame_name
 from .output.perf_records import PerfContext
 from .output.stitched_file import REPORT_FEATURE
 from .output.tables import render
@@ -286,7 +286,7 @@ class Plugin:
         comm = (s.comm if s else None) or d.get("comm") or ":%s" % tid
         if self.opts["folded"]:
             key = ";".join([comm.replace(" ", "_")] +
-                           [frame_name(n, dso or "[unknown]") for _ip, n, _o, dso in reversed(frames)])
+                           [frame_name(n, dso or UNKNOWN) for _ip, n, _o, dso in reversed(frames)])
             self.folded[key] = self.folded.get(key, 0) + 1
             return
         self._print(d, comm, tid, time, frames)
@@ -309,8 +309,8 @@ class Plugin:
                                          d.get("ev_name", ""))
         lines = [head]
         for ip, name, off, dso in frames:
-            lines.append("\t%16x %s (%s)" % (ip, "%s+%#x" % (name, off) if name else "[unknown]",
-                                             dso or "[unknown]"))
+            lines.append("\t%16x %s (%s)" % (ip, "%s+%#x" % (name, off) if name else UNKNOWN,
+                                             dso or UNKNOWN))
         self.out.write("\n".join(lines) + "\n\n")
 
     def finish(self):

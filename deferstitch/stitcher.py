@@ -62,7 +62,7 @@ one task's events can prove which stack is a sample's, and the stitcher never gu
     what comes before its task is seen in user space again, is "lost-records-no-cookie" (a loss
     revealed only after the stack would get through that way).
 
-    What the kernels' code proves, and why these rules go no further (2026-12, issue 11):
+    What the kernels' code proves, and why these rules go no further:
     - Stacks per event or per task. Before the cookie patch (v5-v13 of "perf: Support deferred
       user callchains", 2025: kernel/events/core.c deferred_request(), perf_event_callchain_
       deferred()) each *task* event has its own task work and writes its own record, with its

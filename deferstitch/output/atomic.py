@@ -25,7 +25,7 @@ import stat
 import sys
 import tempfile
 
-from ..errors import FormatError, OutputError
+from ..errors import DeferstitchError, FormatError, OutputError
 
 STDOUT = "standard output"
 _live = set()           # temporaries not yet committed or removed: what rollback_all() removes
@@ -201,6 +201,12 @@ def _stat(path_or_fd):
         return os.stat(path_or_fd)
     except (OSError, ValueError):
         return None
+
+
+def refuse_terminal(output, what):
+    """A binary file or a page of markup poured onto a terminal helps no one: one line, exit 2."""
+    if output in (None, "-") and sys.stdout is not None and sys.stdout.isatty():
+        raise DeferstitchError("refusing to write %s to a terminal: give -o FILE or redirect" % what)
 
 
 class Output:

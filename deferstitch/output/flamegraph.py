@@ -12,11 +12,11 @@ share matched) and shows a frame's details; it is the same script in both format
 import html
 import os
 import zlib
+from functools import partial
 
 from ..abi.consts import PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER
 from ..model import REASONS, STITCHED, UNMATCHED
-from .folded import frame_name
-from .frames import StackCache, counted_weight, weight
+from .frames import KeyedStacks, StackCache, comm_name, counted_weight, frame_name, weight
 from .sink import Sink
 
 KERNEL, USER, LOST, COMM = "kernel", "user", "lost", "comm"
@@ -171,15 +171,16 @@ def write(f, tree, path, **kw):
     f.write(svg(tree, **kw) if path and path.lower().endswith(".svg") else page(tree, **kw))
 
 
-def _named(_pid, frames):
+def _named(_pid, frames, addressed=False):
     """[(name, KERNEL or USER)] of a chain's real addresses, innermost first: the kind by the
-    chain's context markers, else by the address (the kernel half of the address space)."""
+    chain's context markers, else by the address (the kernel half of the address space);
+    ``addressed``: a frame of no known file named by its address (frame_name)."""
     out, ctx = [], None
     for ip, sym, _off, dso in frames:
         if ip >= PERF_CONTEXT_MAX:
             ctx = USER if ip == PERF_CONTEXT_USER else KERNEL if ip == PERF_CONTEXT_KERNEL else ctx
             continue
-        out.append((frame_name(sym, dso), ctx or (KERNEL if ip >> 63 else USER)))
+        out.append((frame_name(sym, dso, addressed and ip), ctx or (KERNEL if ip >> 63 else USER)))
     return out
 
 
@@ -187,19 +188,24 @@ _LOST = (None, None) + REASONS          # engine.KEYS: the reason of an unmatche
 
 
 class FlameGraph(Sink):
-    """The perf-side output: each resolved sample into a FlameTree, named through a StackCache;
-    ``close()`` writes the page. On the C engine the samples come counted per stack, with
-    their chains' context markers (MODE_CHAINS)."""
+    """Each resolved sample into a FlameTree, named through a StackCache; ``close()`` writes the
+    page. On the C engine the samples come counted per stack, with their chains' context
+    markers (MODE_CHAINS). With a ``namer`` (the trace side's), samples come to named(), their
+    chains named through a KeyedStacks."""
 
     chains = True
 
-    def __init__(self, f, ctx, path=None, title=None, width=1200, inverted=False, weight="samples"):
+    def __init__(self, f, ctx, path=None, title=None, width=1200, inverted=False, weight="samples",
+                 namer=None):
         self.f, self.ctx, self.path = f, ctx, path
         self.kw = {"title": title or "Flame Graph", "width": width, "inverted": inverted,
                    "unit": "period" if weight == "period" else "samples"}
         self.weight = weight
         self.tree = FlameTree()
-        self._names = StackCache(ctx, _named)    # (pid, chain with its markers) -> named frames
+        if namer is None:       # (pid, chain with its markers) -> named frames
+            self._names = StackCache(ctx, _named)
+        else:
+            self._names = KeyedStacks(namer, partial(_named, addressed=True), chains=True)
 
     def resolved(self, s):
         """A sample from the Python path (PerfFeed): its chain as the engine gives it (the
@@ -217,11 +223,19 @@ class FlameGraph(Sink):
         self._add(pid, self.ctx.comm_of(tid, comm), chain, _LOST[key],
                   counted_weight(self.weight, count, period, self.ctx.perf.evlist.entries, entry), after)
 
+    def named(self, s):
+        """A sample whose chain the namer names, its outcome final; it counts 1."""
+        self._add_named(self._names.get(s), s.comm or "<...>",
+                        s.reason if s.outcome == UNMATCHED else None, 1, s.after_stack)
+
     def _add(self, pid, comm, chain, reason, w, after):
-        frames = list(self._names.get(pid, chain))
+        self._add_named(self._names.get(pid, chain), comm, reason, w, after)
+
+    def _add_named(self, named, comm, reason, w, after):
+        frames = list(named)
         if reason:
             frames.append(lost_frame(reason))
-        frames.append((comm.replace(" ", "_"), COMM))
+        frames.append((comm_name(comm), COMM))
         frames.reverse()
         self.tree.add(frames, w, after)
 

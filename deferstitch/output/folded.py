@@ -1,37 +1,30 @@
 """FlameGraph folded stacks: ``comm;outermost;…;innermost COUNT``, root first, sorted.
 
-Frames without a symbol are named after their dso, as stackcollapse-perf.pl does: ``[libc.so.6]``.
+Frames without a symbol are named after their dso, as stackcollapse-perf.pl does: ``[libc.so.6]``
+(frames.frame_name).
 """
-import os
 from collections import Counter
+from functools import partial
 
-from .frames import UNKNOWN, StackCache, counted_weight, sample_ips, weight
+from .frames import KeyedStacks, StackCache, comm_name, counted_weight, frame_name, sample_ips, weight
 from .sink import Sink
 
 
-def frame_name(sym, dso):
-    if sym is not None:
-        return sym
-    return _dso_names.get(dso) or _dso_names.setdefault(
-        dso, "[%s]" % os.path.basename(dso.strip("[]")) if dso != UNKNOWN else UNKNOWN)
-
-
-_dso_names = {}      # dso -> "[basename]": few dsos, many frames
-
-
-def _line(_pid, frames):
-    """";outermost;...;innermost" of named frames (innermost first)."""
-    return "".join(";" + frame_name(sym, dso) for _ip, sym, _off, dso in reversed(frames))
+def _line(_pid, frames, addressed=False):
+    """";outermost;...;innermost" of named frames (innermost first); ``addressed``: a frame of
+    no known file named by its address (frame_name)."""
+    return "".join(";" + frame_name(sym, dso, addressed and ip) for ip, sym, _off, dso in reversed(frames))
 
 
 class Folded(Sink):
     """Counts folded lines. A sample's line is named when its outcome is known (see
-    PerfFeed._resolved), through a StackCache."""
+    PerfFeed._resolved), through a StackCache; with a ``namer`` (the trace side's), each
+    sample given to named() through a KeyedStacks."""
 
-    def __init__(self, f, ctx, weight="samples"):
+    def __init__(self, f, ctx, weight="samples", namer=None):
         self.f, self.ctx, self.weight = f, ctx, weight
         self.stacks = Counter()
-        self._lines = StackCache(ctx, _line)
+        self._lines = StackCache(ctx, _line) if namer is None else KeyedStacks(namer, partial(_line, addressed=True))
 
     def resolved(self, s):
         """A sample from the Python path (PerfFeed)."""
@@ -44,8 +37,12 @@ class Folded(Sink):
         self._add(pid, self.ctx.comm_of(tid, comm), ips,
                   counted_weight(self.weight, count, period, self.ctx.perf.evlist.entries, entry))
 
+    def named(self, s):
+        """A sample whose frames the namer names, its outcome final; it counts 1."""
+        self.stacks[comm_name(s.comm or "<...>") + self._lines.get(s)] += 1
+
     def _add(self, pid, comm, ips, w):
-        self.stacks[comm.replace(" ", "_") + self._lines.get(pid, ips)] += w
+        self.stacks[comm_name(comm) + self._lines.get(pid, ips)] += w
 
     def close(self):
         for key in sorted(self.stacks):

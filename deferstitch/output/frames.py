@@ -1,9 +1,18 @@
-"""Frames of a stitched sample as (ip, sym, symoff, dso), the way perf script shows them."""
-from ..abi.consts import PERF_CONTEXT_MAX, PERF_CONTEXT_USER
-from ..symbols.maps import KERNEL_START
-from ..model import STITCHED
+"""Frames of a stitched sample as (ip, sym, symoff, dso), the way perf script shows them, and
+the names every output gives them: the one place a frame's text is decided, for perf.data and
+trace.dat alike.
 
-UNKNOWN = "[unknown]"
+    perf side    ips --StackCache(ctx, make): named by ctx.resolver-->  make(pid, frames)
+    trace side   a Sample --KeyedStacks(namer, make): named by its namer-->  make(pid, frames)
+
+``frames`` are (ip, sym or None, symoff, dso) innermost first; the trace side's ``ip`` is the
+kernel address, the user file offset, or the raw user address.
+"""
+import os
+
+from ..abi.consts import PERF_CONTEXT_MAX, PERF_CONTEXT_USER
+from ..model import STITCHED
+from ..symbols.maps import KERNEL_START, UNKNOWN
 
 
 def sample_ips(s):
@@ -88,10 +97,60 @@ class StackCache:
         return hit
 
 
-def sym_text(sym, off, with_offset=True):
+class KeyedStacks:
+    """StackCache's counterpart for samples whose namer names their frames the same for all
+    samples of one key (the trace side's Namer: a user file's names are fixed from the first
+    time it is named): ``make(pid, frames)`` per ``namer.stack_key(s)``, the frames from
+    ``namer.frames(s)``, or with ``chains`` from ``namer.chain(s)`` (with their context markers,
+    without the lost-stack frame: FlameGraph's)."""
+
+    LIMIT = 65536
+
+    def __init__(self, namer, make, chains=False):
+        self.key, self.frames = namer.stack_key, namer.chain if chains else namer.frames
+        self.make = make
+        self.texts = {}           # stack key -> make()'s result
+
+    def get(self, s):
+        key = self.key(s)
+        hit = self.texts.get(key)
+        if hit is None:
+            if len(self.texts) > self.LIMIT:    # memory stays flat on stacks that never repeat
+                self.texts.clear()
+            hit = self.texts[key] = self.make(s.pid, self.frames(s))
+        return hit
+
+
+def sym_text(sym, off):
+    """``sym+0xoff`` as perf script prints a frame; ``off`` None: the name alone."""
     if sym is None:
         return UNKNOWN
-    return "%s+%#x" % (sym, off) if with_offset else sym
+    return "%s+%#x" % (sym, off) if off is not None else sym
+
+
+def frame_lines(frames):
+    """perf script's frame lines, each after a newline: ``\t%16lx sym+0xoff (dso)``."""
+    return "".join("\n\t%16x %s (%s)" % (ip, sym_text(sym, off), dso) for ip, sym, off, dso in frames)
+
+
+def frame_name(sym, dso, addr=None):
+    """A frame's folded name (stackcollapse-perf.pl's): its symbol, else ``[dso]``
+    (``[libc.so.6]``), else UNKNOWN. ``addr`` given: a frame of no known file is named by its
+    address instead (the trace side: a raw user address of the synchronous user_stack, an
+    address no VMA covered), so stacks that differ there stay apart."""
+    if sym is not None:
+        return sym
+    if dso == UNKNOWN:
+        return "%#x" % addr if addr else UNKNOWN
+    return _dso_names.get(dso) or _dso_names.setdefault(dso, "[%s]" % os.path.basename(dso.strip("[]")))
+
+
+_dso_names = {}      # dso -> "[basename]": few dsos, many frames
+
+
+def comm_name(comm):
+    """A comm as the first name of a folded line or a flame graph: spaces as ``_``."""
+    return comm.replace(" ", "_")
 
 
 def weight(kind, period, attr):

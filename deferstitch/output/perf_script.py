@@ -12,22 +12,30 @@ The event name is right-aligned to the longest name of the session (evlist__max_
 
 A sample's text is made when its outcome is known (names then see the maps as they were when its
 stack was taken) and written when its turn comes in time order.
+
+With a ``namer`` (the trace side's), samples come to named() with their outcome final, in time
+order, and ``header(s)`` is the side's own header line.
 """
 from ..abi import consts as C
-from .frames import StackCache, name_ips, sample_ips, sample_period, sym_text, weight
+from .frames import KeyedStacks, StackCache, frame_lines, name_ips, sample_ips, sample_period, weight
 from .sink import Sink
 
 
 def _frame_lines(_pid, frames):
-    return "".join("\n\t%16x %s (%s)" % (ip, sym_text(sym, off), dso) for ip, sym, off, dso in frames)
+    return frame_lines(frames)
 
 
 class PerfScript(Sink):
-    def __init__(self, f, ctx, max_stack=127):
+    def __init__(self, f, ctx, max_stack=127, namer=None, header=None):
         self.f, self.ctx, self.max_stack = f, ctx, max_stack
-        self._frames = StackCache(ctx, _frame_lines)
+        if namer is None:
+            self._frames = StackCache(ctx, _frame_lines)
+        else:
+            self._frames = KeyedStacks(namer, lambda _pid, frames: frame_lines(frames[:max_stack]))
+        self.header = header
         self._ready = {}          # sample number -> text, until its turn (the C engine's path)
         self._name_width = None   # taken at the first sample, as perf does: names come first
+        self._out = []            # named() samples' text not yet written (one write for many)
 
     def resolved(self, s):
         """A sample from the Python path (PerfFeed)."""
@@ -51,6 +59,14 @@ class PerfScript(Sink):
         """The C engine's time order: sample ``number`` is next."""
         self.f.write(self._ready.pop(number))
 
+    def named(self, s):
+        """A sample whose frames the namer names: its header, its frames, a blank line."""
+        out = self._out
+        out.append(self.header(s) + self._frames.get(s) + "\n\n")
+        if len(out) >= 256:
+            self.f.write("".join(out))
+            out.clear()
+
     def _text(self, pid, tid, comm, ips, period, entry, cpu, time, ip=None):
         chain = entry.layout.has_callchain
         head = ("%s %7d " if chain else "%16s %7d ") % (comm, tid if tid is not None else -1)
@@ -68,4 +84,6 @@ class PerfScript(Sink):
         return "%s %s\n" % (head, _frame_lines(pid, name_ips(pid, (ip,), self.ctx))[2:])
 
     def close(self):
-        pass
+        if self._out:
+            self.f.write("".join(self._out))
+            self._out.clear()

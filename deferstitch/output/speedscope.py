@@ -9,7 +9,7 @@ import json
 from array import array
 
 from .. import __version__
-from .folded import frame_name
+from .frames import frame_name
 from .frames import StackCache, sample_ips, weight
 from .sink import Sink
 

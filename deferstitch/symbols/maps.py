@@ -9,6 +9,7 @@ from array import array
 
 KERNEL_START = 0xffff800000000000     # x86-64 canonical kernel half
 KERNEL_DSO = "[kernel.kallsyms]"
+UNKNOWN = "[unknown]"                 # the dso of an address no map covers
 
 
 class Map:
@@ -125,4 +126,4 @@ class Maps:
         if addr >= KERNEL_START:
             return KERNEL_DSO
         m = self.find(pid, addr)
-        return m.path if m is not None else "[unknown]"
+        return m.path if m is not None else UNKNOWN

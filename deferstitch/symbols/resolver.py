@@ -17,10 +17,9 @@ from .dwarf import InlineInfo, has_debug_info
 from .elf import ElfSymbols
 from .jitnames import JitNames
 from .locate import Locator
-from .maps import KERNEL_DSO, KERNEL_START
+from .maps import KERNEL_DSO, KERNEL_START, UNKNOWN
 from .vdso import is_vdso
 
-UNKNOWN = "[unknown]"
 INLINED = "inlined"             # the dso of an inlined frame: perf prints "(inlined)"
 
 

@@ -1,9 +1,15 @@
-"""The trace-cmd side: trace.dat (ftrace) through the installed libtracecmd, into the shared core.
+"""The trace-cmd side: trace.dat (ftrace) into the shared core. The installed libtracecmd opens
+the file (event formats, kallsyms, comms); our page reader (_tracedat.c) reads its ring-buffer
+pages where it can, libtracecmd where it cannot (compressed files, the C module not built).
 
     _ffi.py     ctypes over libtracecmd.so.1 / libtraceevent.so.1: the only module with C pointers
+    headers.py  the file's metadata walked, every size checked, before libtracecmd reads it
+    pages.py    our page reader (_tracedat.c): every page checked before anything reads it
     bridge.py   Trace / Event: events in time order across CPUs, fields decoded by name
     reader.py   FtraceFeed: traced event + its companions -> Sample; user_unwind_stack -> DeferredStack
-    outputs.py  script / folded text, and the blocks the report plugin prints
-    cli.py      ``deferstitch trace {report,script,folded} FILE.dat``
+    engine.py   FtraceFeed's C twin (_tracefeed.c) over our page reader
+    outputs.py  the Namer that names an ftrace sample's frames for output/'s outputs, and what the
+                report plugin prints
+    cli.py      ``deferstitch trace {report,script,folded,flamegraph} FILE.dat``
     plugin.py   what tracecmd_plugin/plugin_deferstitch.so calls inside ``trace-cmd report``
 """

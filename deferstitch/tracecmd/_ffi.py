@@ -1,8 +1,9 @@
 """ctypes over libtracecmd.so.1 and libtraceevent.so.1 — the only module that touches C pointers.
 
 Works with Debian bookworm (libtracecmd1 3.1.6, libtraceevent1 1.7.1) and sid (3.4, 1.9.0): the
-prototypes and the public struct layouts used here are identical in both (../shared/docs/FORMATS.md
-section 3.2). Everything that leaves this module is plain Python: bytes, ints, strings, tuples;
+prototypes and the public struct layouts used here are identical in both (libtraceevent's
+include/traceevent/event-parse.h, trace-cmd's include/trace-cmd/trace-cmd.h: each layout is quoted
+where it is declared below). Everything that leaves this module is plain Python: bytes, ints, strings, tuples;
 records are copied and freed before ``next_record`` returns.
 
 Usage (what bridge.py does):
@@ -217,8 +218,8 @@ MAGIC = headers.MAGIC
 
 def _probe_open(path):
     """Open the file once in a child process first: libtracecmd 3.1.6 dereferences NULL inside
-    tracecmd_open on some truncated files (seen 2026-12-02: "File possibly truncated. Need at
-    least 16384, but file size is 9000." then SIGSEGV), which would kill us without a word."""
+    tracecmd_open on some truncated files ("File possibly truncated. Need at least 16384, but
+    file size is 9000." then SIGSEGV), which would kill us without a word."""
     size = os.path.getsize(path)
     try:
         pid = os.fork()
@@ -508,7 +509,7 @@ class Handle:
     def _fits(self, rp, r):
         """The record lies inside the page libtracecmd holds it in: kbuffer takes an event's
         length from the event itself (a damaged one says 64 MB or 2 GB), and copying that much
-        reads past the page (seen 2026-12-03: SIGSEGV, SIGBUS, valgrind reads past a 40 KiB
+        reads past the page (libtracecmd 3.1.6: SIGSEGV, SIGBUS, valgrind reads past a 40 KiB
         buffer). The page is page_size bytes at tracecmd_record_page() (page->map)."""
         page = api.tracecmd_record_page(self._h, rp)
         data, size = r.data or 0, r.size

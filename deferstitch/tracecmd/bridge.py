@@ -1,4 +1,5 @@
-"""Trace / Event: a trace.dat (trace-cmd.dat(5), v6 and v7) read through the installed libtracecmd.
+"""Trace / Event: a trace.dat (trace-cmd.dat(5), v6 and v7), opened by the installed libtracecmd
+(_ffi.py), its records read by our page reader where it can (pages.py), else by libtracecmd.
 
     for ev in Trace("trace.dat"):          # time order across CPUs and buffers, as trace-cmd report
         ev.system, ev.name, ev.pid, ev.comm, ev.cpu, ev.ts, ev.missed

@@ -20,17 +20,20 @@ import json
 import sys
 
 from ..errors import DeferstitchError
-from ..output.atomic import Output
+from ..output.atomic import Output, refuse_terminal
+from ..output.flamegraph import FlameGraph
+from ..output.folded import Folded
+from ..output.perf_script import PerfScript
 from ..output.tables import render, table
 from ..stitcher import DEFAULT_MAX_PENDING
 from . import engine
-from .outputs import Flame, Folded, Namer, Script
+from .outputs import Namer, header
 
 COMMANDS = ("report", "script", "folded", "flamegraph")
 
 
 def Trace(path):
-    """libtracecmd's view of ``path`` (bridge.py), loaded by the trace commands only: its
+    """The trace.dat at ``path`` (bridge.Trace), loaded by the trace commands only: its
     ctypes is a few ms of every perf-side command's start-up otherwise."""
     from .bridge import Trace as open_trace
     return open_trace(path)
@@ -93,17 +96,18 @@ def cmd_trace(args):
             raise DeferstitchError(rep.error)
         return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
     if cmd == "flamegraph":
-        from ..cli import refuse_terminal
         refuse_terminal(args.output, "a flame graph's HTML")
     with Trace(path) as trace, Output(args.output, inputs=[path]) as f:   # replaced when whole
         namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols,
                       demangle=not args.no_demangle)
         if cmd == "flamegraph":
-            out = Flame(f, namer, args.output, title=args.title or "Flame Graph: %s" % path,
-                        width=args.width, inverted=args.inverted)
+            out = FlameGraph(f, None, args.output, title=args.title or "Flame Graph: %s" % path,
+                             width=args.width, inverted=args.inverted, namer=namer)
+        elif cmd == "script":
+            out = PerfScript(f, None, args.max_stack, namer=namer, header=header)
         else:
-            out = Script(f, namer, args.max_stack) if cmd == "script" else Folded(f, namer)
-        feed = engine.feed(trace, sample=out.sample, max_pending=args.max_pending)
+            out = Folded(f, None, namer=namer)
+        feed = engine.feed(trace, sample=out.named, max_pending=args.max_pending)
         namer.recorded = feed.paths
         err = _feed(feed, trace, quiet=args.quiet)
         out.close()

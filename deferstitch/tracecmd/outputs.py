@@ -1,21 +1,28 @@
-"""Text outputs of ftrace samples: perf script's layout, FlameGraph folded stacks, and the
-per-stack block the trace-cmd report plugin prints.
+"""What of the outputs is trace.dat's own: the Namer that names an ftrace sample's frames for
+the outputs of output/ (folded, perf script's layout and flame graphs take it as their
+``namer`` and the samples through named()), an ftrace event's script header, and what the
+trace-cmd report plugin prints.
 
 Frames of an ftrace sample, innermost first:
     kernel  int address          named by the trace.dat's own kallsyms (tep_find_function)
     user    (path, file offset)  from user_unwind_stack + inode_cache; named through the ELF
                                  file when it exists here (or under --symfs)
             (None, address)      from the synchronous user_stack: no file known
+Folded and flame graphs name a user frame of no known file (these, and addresses no VMA
+covered) by its address: output/frames.py, frame_name.
 """
 import os
 from collections import Counter
 
+from ..abi.consts import PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER
 from ..model import UNMATCHED
+from ..output.frames import UNKNOWN, frame_lines, sym_text
 from ..symbols.demangle import Demangler
 from ..symbols.elf import ElfError, ElfSymbols
+from ..symbols.maps import KERNEL_DSO
 
-UNKNOWN = "[unknown]"
-KERNEL_DSO = "[kernel.kallsyms]"
+# the context markers a perf callchain puts before its kernel and its user part (Namer.chain)
+_KERNEL, _USER = (PERF_CONTEXT_KERNEL, None, 0, None), (PERF_CONTEXT_USER, None, 0, None)
 
 
 class Namer:
@@ -34,7 +41,7 @@ class Namer:
         self._kernel = {}           # address -> its kallsyms name (the file's, fixed)
 
     def kernel(self, addr):
-        """(sym or None, dso)."""
+        """(sym or None, dso): kallsyms gives names, no offsets."""
         name = self._kernel.get(addr, self)
         if name is self:
             name = self._kernel[addr] = (self.trace.function(addr) if (
@@ -42,7 +49,8 @@ class Namer:
         return name, KERNEL_DSO
 
     def user(self, path, off, n=1):
-        """(sym or None, symoff, dso); a frame left unnamed counts n times (n samples had it)."""
+        """(sym or None, symoff, dso); a frame left unnamed counts n times (n samples had it).
+        At a symbol's start ``symoff`` is None: the name alone, as for a kernel frame."""
         if path is None or path.startswith("["):
             return None, 0, path or UNKNOWN
         if not self.symbols:
@@ -55,7 +63,7 @@ class Namer:
         if hit is None:
             self.unnamed["no symbol covers the offset"] += n
             return None, 0, path
-        return self.demangle(hit[0]), hit[1], path
+        return self.demangle(hit[0]), hit[1] or None, path
 
     def _elf_for(self, path):
         elf = self._elf.get(path)
@@ -93,23 +101,30 @@ class Namer:
 
     def frames(self, s):
         """[(number, sym, symoff, dso)] innermost first: the number printed is the kernel address,
-        the user file offset, or the raw user address."""
+        the user file offset, or the raw user address; an unmatched sample's last frame says
+        why its user stack is lost."""
+        out = self._kernel_frames(s) + self._user_frames(s)
+        if s.outcome == UNMATCHED:
+            out.append((0, "[user stack lost: %s]" % s.reason, None, UNKNOWN))
+        return out
+
+    def chain(self, s):
+        """frames() as a perf callchain: each part after its context marker, no lost frame."""
+        return [_KERNEL] + self._kernel_frames(s) + [_USER] + self._user_frames(s)
+
+    def _kernel_frames(self, s):
         out = []
         for addr in s.kernel:
             sym, dso = self.kernel(addr)
-            out.append((addr, sym, 0, dso))
+            out.append((addr, sym, None, dso))
+        return out
+
+    def _user_frames(self, s):
+        out = []
         for path, off in (s.user or ()):
             sym, symoff, dso = self.user(path, off)
             out.append((off, sym, symoff, dso))
-        if s.outcome == UNMATCHED:
-            out.append((0, "[user stack lost: %s]" % s.reason, 0, UNKNOWN))
         return out
-
-
-def sym_text(sym, off):
-    if sym is None:
-        return UNKNOWN
-    return "%s+%#x" % (sym, off) if off else sym
 
 
 def header(s):
@@ -118,98 +133,6 @@ def header(s):
     us = (s.time + 500) // 1000
     return "%s %7d [%03d] %5d.%06d: %s:%s: " % (
         (s.comm or "<...>"), s.tid, s.cpu, us // 1000000, us % 1000000, ev.system, ev.name)
-
-
-class Script:
-    """perf script's text layout: header, ``\\t%16x sym+0xoff (dso)`` a frame, blank line."""
-
-    def __init__(self, f, namer, max_stack=127):
-        self.f, self.namer, self.max_stack = f, namer, max_stack
-        self._text = {}             # Namer.stack_key -> the frame lines
-        self._out = []              # samples' text not yet written (one write for many)
-
-    def sample(self, s):
-        key = self.namer.stack_key(s)
-        text = self._text.get(key)
-        if text is None:
-            if len(self._text) > 65536:     # memory stays flat on stacks that never repeat
-                self._text.clear()
-            text = self._text[key] = "".join(
-                "\n\t%16x %s (%s)" % (num, sym_text(sym, off), dso)
-                for num, sym, off, dso in self.namer.frames(s)[:self.max_stack])
-        out = self._out
-        out.append(header(s) + text + "\n\n")
-        if len(out) >= 256:
-            self.f.write("".join(out))
-            out.clear()
-
-    def close(self):
-        if self._out:
-            self.f.write("".join(self._out))
-            self._out.clear()
-
-
-def frame_name(sym, dso, num=None):
-    """The folded name: the symbol, else ``[dso]``; a raw user address (synchronous user_stack,
-    no file known) keeps its hex value so different stacks stay apart."""
-    if sym is not None:
-        return sym
-    if dso == UNKNOWN and num:
-        return "%#x" % num
-    return "[%s]" % os.path.basename(dso.strip("[]")) if dso != UNKNOWN else UNKNOWN
-
-
-class Folded:
-    """``comm;outermost;…;innermost COUNT``, root first, sorted (stackcollapse-perf.pl's)."""
-
-    def __init__(self, f, namer):
-        self.f, self.namer = f, namer
-        self.stacks = {}
-        self._names = {}            # (comm, Namer.stack_key) -> its folded line
-
-    def sample(self, s):
-        k = (s.comm, self.namer.stack_key(s))
-        key = self._names.get(k)
-        if key is None:
-            if len(self._names) > 65536:
-                self._names.clear()
-            names = [frame_name(sym, dso, n) for n, sym, _o, dso in reversed(self.namer.frames(s))]
-            key = self._names[k] = ";".join([(s.comm or "<...>").replace(" ", "_")] + names)
-        self.stacks[key] = self.stacks.get(key, 0) + 1
-
-    def close(self):
-        for key in sorted(self.stacks):
-            self.f.write("%s %d\n" % (key, self.stacks[key]))
-
-
-class Flame:
-    """A flame graph of ftrace samples (output/flamegraph.py): kernel frames by their dso, the
-    lost-stack frame by its name, the rest user frames; the event's comm at the root."""
-
-    def __init__(self, f, namer, path=None, **kw):
-        from ..output.flamegraph import FlameTree
-        self.f, self.namer, self.path, self.kw = f, namer, path, kw
-        self.tree = FlameTree()
-        self._frames = {}           # (comm, Namer.stack_key) -> the named frames, root first
-
-    def sample(self, s):
-        k = (s.comm, self.namer.stack_key(s))
-        frames = self._frames.get(k)
-        if frames is None:
-            from ..output.flamegraph import COMM, KERNEL, LOST, USER
-            if len(self._frames) > 65536:
-                self._frames.clear()
-            frames = [((s.comm or "<...>").replace(" ", "_"), COMM)]
-            for n, sym, _o, dso in reversed(self.namer.frames(s)):
-                kind = KERNEL if dso == KERNEL_DSO else LOST if n == 0 and (sym or "").startswith(
-                    "[user stack lost") else USER
-                frames.append((frame_name(sym, dso, n), kind))
-            self._frames[k] = frames
-        self.tree.add(frames, 1, s.after_stack)
-
-    def close(self):
-        from ..output.flamegraph import write
-        write(self.f, self.tree, self.path, **self.kw)
 
 
 def user_stack_text(ev, namer, frames):
@@ -225,12 +148,8 @@ def user_stack_text(ev, namer, frames):
 
 def stack_block(namer, served):
     """What the report plugin prints under a user_unwind_stack: each event it completed."""
-    lines = []
-    for s in served:
-        lines.append("  stitched %s" % header(s).strip())
-        for num, sym, off, dso in namer.frames(s):
-            lines.append("\t%16x %s (%s)" % (num, sym_text(sym, off), dso))
-    return "\n".join(lines)
+    return "\n".join("  stitched %s%s" % (header(s).strip(), frame_lines(namer.frames(s)))
+                     for s in served)
 
 
 def unmatched_summary(rep):

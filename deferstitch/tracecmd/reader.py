@@ -66,6 +66,7 @@ from ..model import (DEFERRED_LOST, DEFERRED_LOST_AFTER_LOST, PASSED, STITCHED, 
                      Sample)
 from ..report import StitchReport
 from ..stitcher import DEFAULT_EXIT_GRACE, DEFAULT_MAX_PENDING, Stitcher
+from ..symbols.maps import UNKNOWN
 
 KERNEL_STACK = ("ftrace", "kernel_stack")
 USER_STACK = ("ftrace", "user_stack")
@@ -77,7 +78,7 @@ _NO_KEY = (None, None)      # the (system, name) of an event with no format
 
 NO_VMA = (1 << 64) - 1           # inodes[i] == -1L: no VMA at that address (raw address kept)
 ANON = "[anon]"                  # inode 0: anonymous memory
-NO_FILE = "[unknown]"            # no VMA / no mapping known
+NO_FILE = UNKNOWN                # no VMA / no mapping known: the outputs name it by address
 MAX_NEST = 4                     # task, softirq, irq, nmi: events open at once on one CPU
 TOP = "top"                      # the top buffer (bridge.TOP), for events that name none
 MAX_ENTRIES = 64                 # kernel entries remembered per task (their first event's time)
