@@ -17,7 +17,7 @@ from ..abi.consts import PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USE
 from ..model import REASONS, STITCHED, UNMATCHED
 from .folded import frame_name
 from .frames import StackCache, counted_weight, weight
-from .sink import Sink
+from .sink import CHAINS, Sink
 
 KERNEL, USER, LOST, COMM = "kernel", "user", "lost", "comm"
 FRAME_HEIGHT = 16
@@ -191,7 +191,7 @@ class FlameGraph(Sink):
     ``close()`` writes the page. On the C engine the samples come counted per stack, with
     their chains' context markers (MODE_CHAINS)."""
 
-    chains = True
+    takes = CHAINS
 
     def __init__(self, f, ctx, path=None, title=None, width=1200, inverted=False, weight="samples"):
         self.f, self.ctx, self.path = f, ctx, path
@@ -210,12 +210,12 @@ class FlameGraph(Sink):
         self._add(s.pid, self.ctx.comm(s), chain, s.reason if s.outcome == UNMATCHED else None,
                   weight(self.weight, s.ref.period, s.ref.entry.attr), s.after_stack)
 
-    def resolved_counted(self, pid, tid, comm, chain, period, entry, count, key, _first, _last, after):
-        """``count`` samples of one chain from the C engine (perfdata/engine.py, MODE_CHAINS):
-        ``chain`` as native u64 bytes, ``period`` their sum (None: the attr's fixed period),
-        ``after`` how many were stitched after their stack."""
-        self._add(pid, self.ctx.comm_of(tid, comm), chain, _LOST[key],
-                  counted_weight(self.weight, count, period, self.ctx.perf.evlist.entries, entry), after)
+    def resolved_counted(self, c):
+        """``c.count`` samples of one chain from the C engine (a sink.Counted, its ips with
+        their context markers)."""
+        self._add(c.pid, self.ctx.comm_of(c.tid, c.comm), c.ips, _LOST[c.key],
+                  counted_weight(self.weight, c.count, c.period, self.ctx.perf.evlist.entries, c.entry),
+                  c.after)
 
     def _add(self, pid, comm, chain, reason, w, after):
         frames = list(self._names.get(pid, chain))

@@ -9,6 +9,7 @@ import html
 
 from ..abi import consts as C
 from ..model import OUTCOME_KEYS, PASSED, REASONS, STITCHED
+from .sink import OUTCOMES, Sink
 from .tables import sections
 
 BINS = 400
@@ -192,8 +193,10 @@ def page(rep, timeline, title):
                "\n".join(tables)))
 
 
-class ReportPage:
+class ReportPage(Sink):
     """The perf-side output of ``report --html``: samples and LOST records in time order."""
+
+    takes = OUTCOMES
 
     LOST = (C.PERF_RECORD_LOST, C.PERF_RECORD_LOST_SAMPLES)
 
@@ -210,10 +213,9 @@ class ReportPage:
         """A sample from the Python path, in time order."""
         self.timeline.add(s.time, s.cpu, s.tid, s.comm, s.outcome if s.outcome in (STITCHED, PASSED) else s.reason)
 
-    def outcome(self, time, cpu, tid, comm, key):
-        """A sample from the C engine (MODE_OUTCOMES), in time order: ``key`` its outcome's
-        number (model.OUTCOME_KEYS)."""
-        self.timeline.add(time, cpu, tid, comm, OUTCOME_KEYS[key])
+    def outcome(self, o):
+        """A sample from the C engine (a sink.Outcome), in time order."""
+        self.timeline.add(o.time, o.cpu, o.tid, o.comm, OUTCOME_KEYS[o.key])
 
     def close(self):
         if self.report is not None:
