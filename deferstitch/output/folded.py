@@ -26,7 +26,7 @@ def _line(_pid, frames):
 
 class Folded(Sink):
     """Counts folded lines. A sample's line is named when its outcome is known (see
-    PerfFeed.resolved), through a StackCache."""
+    PerfFeed._resolved), through a StackCache."""
 
     takes = COUNTED
 

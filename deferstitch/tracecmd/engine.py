@@ -230,8 +230,8 @@ class EngineFeed:
         rep.orphans = list(c["orphans"])
         comm = self._comm
         for tid, cpu, k, n in c["cells"]:
-            rep._cells[(tid, cpu, OUTCOME_KEYS[k])] = n
-            rep._comms[tid] = comm(tid)
+            rep.cells[(tid, cpu, OUTCOME_KEYS[k])] = n
+            rep.comms[tid] = comm(tid)
         events = Counter()
         for type_id, n in c["types"].items():
             events["%s:%s" % self.trace.types[type_id].key] += n
