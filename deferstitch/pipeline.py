@@ -112,7 +112,6 @@ def _run_engine(perf, out, args, ctx, mode):
     if sink is not None:                    # the engine writes the records to the file itself
         run.engine.sink(*sink)
     tick = _progress(perf, args.quiet)
-    kind, named = S.RECORD_OF.get(out.takes), tuple.__new__     # the engine's tuple, named
     try:
         for chunk in run.chunks():
             if mode == engine.MODE_FILE:
@@ -130,10 +129,12 @@ def _run_engine(perf, out, args, ctx, mode):
                 outcome, record = out.outcome, out.record
                 for ev in chunk:
                     if ev.__class__ is tuple:
-                        outcome(named(kind, ev))
+                        outcome(*ev)
                     else:
                         record(ev)
             elif mode != engine.MODE_NONE:      # events: resolved samples, side-band records, turns
+                # a sample's tuple spread into the output's method: its fields are the
+                # parameters, named in output/sink.py (no object made per sample)
                 add = out.resolved_counted if mode in (engine.MODE_COUNTED, engine.MODE_CHAINS) \
                     else out.resolved_ips
                 observe = ctx.observe
@@ -141,7 +142,7 @@ def _run_engine(perf, out, args, ctx, mode):
                 for ev in chunk:
                     cls = ev.__class__
                     if cls is tuple:
-                        add(named(kind, ev))
+                        add(*ev)
                     elif cls is int:
                         turn(ev)
                     else:

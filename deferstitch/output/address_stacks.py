@@ -52,10 +52,10 @@ class AddressStacks(Sink):
         self._add(s.pid, self.ctx.comm(s), tuple(sample_ips(s)),
                   weight(self.weight, s.ref.period, s.ref.entry.attr))
 
-    def resolved_ips(self, r):
-        """A sample from the C engine (a sink.Resolved)."""
-        self._add(r.pid, self.ctx.comm_of(r.tid, r.comm), r.ips,
-                  weight(self.weight, r.period, self.ctx.perf.evlist.entries[r.entry].attr))
+    def resolved_ips(self, pid, tid, comm, ips, period, entry):
+        """A sample from the C engine: ``ips`` as native u64 bytes."""
+        self._add(pid, self.ctx.comm_of(tid, comm), ips,
+                  weight(self.weight, period, self.ctx.perf.evlist.entries[entry].attr))
 
     def _add(self, pid, comm, ips, w):
         maps = self.ctx.maps

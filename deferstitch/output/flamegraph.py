@@ -210,12 +210,12 @@ class FlameGraph(Sink):
         self._add(s.pid, self.ctx.comm(s), chain, s.reason if s.outcome == UNMATCHED else None,
                   weight(self.weight, s.ref.period, s.ref.entry.attr), s.after_stack)
 
-    def resolved_counted(self, c):
-        """``c.count`` samples of one chain from the C engine (a sink.Counted, its ips with
-        their context markers)."""
-        self._add(c.pid, self.ctx.comm_of(c.tid, c.comm), c.ips, _LOST[c.key],
-                  counted_weight(self.weight, c.count, c.period, self.ctx.perf.evlist.entries, c.entry),
-                  c.after)
+    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, key, _first, _last, after):
+        """``count`` samples of one chain from the C engine (perfdata/engine.py, MODE_CHAINS):
+        ``ips`` the chain as native u64 bytes, ``period`` their sum (None: the attr's fixed
+        period), ``after`` how many were stitched after their stack."""
+        self._add(pid, self.ctx.comm_of(tid, comm), ips, _LOST[key],
+                  counted_weight(self.weight, count, period, self.ctx.perf.evlist.entries, entry), after)
 
     def _add(self, pid, comm, chain, reason, w, after):
         frames = list(self._names.get(pid, chain))

@@ -40,10 +40,11 @@ class Folded(Sink):
         self._add(s.pid, self.ctx.comm(s), tuple(sample_ips(s)),
                   weight(self.weight, s.ref.period, s.ref.entry.attr))
 
-    def resolved_counted(self, c):
-        """``c.count`` samples of one stack from the C engine (a sink.Counted)."""
-        self._add(c.pid, self.ctx.comm_of(c.tid, c.comm), c.ips,
-                  counted_weight(self.weight, c.count, c.period, self.ctx.perf.evlist.entries, c.entry))
+    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, _key, _first, _last, _after):
+        """``count`` samples of one stack from the C engine (perfdata/engine.py, MODE_COUNTED):
+        ``ips`` as native u64 bytes, ``period`` their sum (None: the attr's fixed period)."""
+        self._add(pid, self.ctx.comm_of(tid, comm), ips,
+                  counted_weight(self.weight, count, period, self.ctx.perf.evlist.entries, entry))
 
     def _add(self, pid, comm, ips, w):
         self.stacks[comm.replace(" ", "_") + self._lines.get(pid, ips)] += w

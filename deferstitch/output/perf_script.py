@@ -40,14 +40,14 @@ class PerfScript(Sink):
     def sample(self, s):
         self.f.write(s.ref.text)
 
-    def resolved_ips(self, o):
-        """A sample from the C engine (a sink.Ordered), printed at its turn()."""
-        ent = self.ctx.perf.evlist.entries[o.entry]
-        ips = o.ips if self.max_stack is None else o.ips[:8 * self.max_stack]
-        tid = o.tid
-        self._ready[o.number] = self._text(o.pid, tid, self.ctx.comm_of(tid, o.comm), ips,
-                                           weight("period", o.period, ent.attr), ent, o.cpu, o.time,
-                                           o.ip)
+    def resolved_ips(self, pid, tid, comm, ips, period, entry, cpu, time, number, ip):
+        """A sample from the C engine (perfdata/engine.py): ``ips`` as native u64 bytes, ``ip``
+        its own ip when its attr has no callchain."""
+        ent = self.ctx.perf.evlist.entries[entry]
+        if self.max_stack is not None:
+            ips = ips[:8 * self.max_stack]
+        self._ready[number] = self._text(pid, tid, self.ctx.comm_of(tid, comm), ips,
+                                         weight("period", period, ent.attr), ent, cpu, time, ip)
 
     def turn(self, number):
         """The C engine's time order: sample ``number`` is next."""

@@ -213,9 +213,10 @@ class ReportPage(Sink):
         """A sample from the Python path, in time order."""
         self.timeline.add(s.time, s.cpu, s.tid, s.comm, s.outcome if s.outcome in (STITCHED, PASSED) else s.reason)
 
-    def outcome(self, o):
-        """A sample from the C engine (a sink.Outcome), in time order."""
-        self.timeline.add(o.time, o.cpu, o.tid, o.comm, OUTCOME_KEYS[o.key])
+    def outcome(self, time, cpu, tid, comm, key):
+        """A sample from the C engine (MODE_OUTCOMES), in time order: ``key`` its outcome's
+        number (model.OUTCOME_KEYS)."""
+        self.timeline.add(time, cpu, tid, comm, OUTCOME_KEYS[key])
 
     def close(self):
         if self.report is not None:

@@ -17,24 +17,27 @@ picks the engine's mode from it, and an output that declares None runs on the Py
     REPORT      MODE_NONE       close() (the report alone: ``report`` set before it)
     FILE        MODE_FILE       the stitched file's records through ``writer`` (PerfWriter:
                                 keep_table, engine_sink, engine_wrote, write, write_kept), close()
-    SAMPLES     MODE_EVENTS     resolved_ips(Resolved) per sample as it is resolved, close()
-    ORDERED     MODE_ORDERED    resolved_ips(Ordered) as resolved, turn(number) when that
+    SAMPLES     MODE_EVENTS     resolved_ips(*Resolved) per sample as it is resolved, close()
+    ORDERED     MODE_ORDERED    resolved_ips(*Ordered) as resolved, turn(number) when that
                                 sample's turn comes in time order, close()
-    COUNTED     MODE_COUNTED    resolved_counted(Counted) per distinct stack and outcome, close()
-    CHAINS      MODE_CHAINS     resolved_counted(Counted), ``ips`` with the chain's context
+    COUNTED     MODE_COUNTED    resolved_counted(*Counted) per distinct stack and outcome, close()
+    CHAINS      MODE_CHAINS     resolved_counted(*Counted), ``ips`` with the chain's context
                                 markers kept (PERF_CONTEXT_USER before a stitched sample's user
                                 frames), close()
-    OUTCOMES    MODE_OUTCOMES   outcome(Outcome) per sample and record(rec) for LOST and
+    OUTCOMES    MODE_OUTCOMES   outcome(*Outcome) per sample and record(rec) for LOST and
                                 LOST_SAMPLES, in time order, close()
 
 On SAMPLES, ORDERED, COUNTED and CHAINS the side-band records (maps, comms) go to the run's
 PerfContext (ctx.observe), not to the output, in the order the Python path has them.
 
 The engine's records: the C engine builds plain tuples (deferstitch/_accel.c, its header
-comment); these are their fields, named once here for both sides. pipeline.py gives each to the
-output as the named tuple (tuple.__new__: no copy of the fields). ``ips`` is native u64 bytes,
-``period`` None when the attr's fixed period applies (COUNTED: their sum), ``entry`` the attr's
-index in perf.evlist.entries, ``key`` the outcome's number (model.OUTCOME_KEYS).
+comment); the named tuples below are their fields, in their order, named once for both sides.
+pipeline.py spreads each into the output's method (``resolved_ips(*t)``), whose parameters are
+those fields by those names (an unused one may start with "_"; tests/test_sink.py checks every
+output): no object is made per sample, which named records cost perf script on the engine (5 %).
+``ips`` is native u64 bytes, ``period`` None when the attr's fixed period applies (COUNTED:
+their sum), ``entry`` the attr's index in perf.evlist.entries, ``key`` the outcome's number
+(model.OUTCOME_KEYS).
 """
 from collections import namedtuple
 
@@ -50,11 +53,16 @@ Counted.__doc__ = """``count`` samples of one (pid, tid, comm, ips, entry, outco
 and ``last`` their first and last times, ``after`` how many were stitched after their stack."""
 Outcome = namedtuple("Outcome", "time cpu tid comm key")
 
-RECORD_OF = {SAMPLES: Resolved, ORDERED: Ordered, COUNTED: Counted, CHAINS: Counted,
-             OUTCOMES: Outcome}
+# what each kind hands, and the method that takes it
+RECORD_OF = {SAMPLES: (Resolved, "resolved_ips"), ORDERED: (Ordered, "resolved_ips"),
+             COUNTED: (Counted, "resolved_counted"), CHAINS: (Counted, "resolved_counted"),
+             OUTCOMES: (Outcome, "outcome")}
 
 
 class Sink:
+    """An output: the calls of the Python path below, each doing nothing until overridden;
+    ``takes`` and the engine's calls as the module docstring lists them."""
+
     takes = None            # what the C engine hands this output (above); None: the Python path
 
     def record(self, rec):

@@ -49,10 +49,10 @@ class Speedscope(Sink):
         self._add(s.tid, self.ctx.comm(s), self._stacks.get(s.pid, tuple(sample_ips(s))),
                   weight(self.weight, s.ref.period, s.ref.entry.attr))
 
-    def resolved_ips(self, r):
-        """A sample from the C engine (a sink.Resolved)."""
-        self._add(r.tid, self.ctx.comm_of(r.tid, r.comm), self._stacks.get(r.pid, r.ips),
-                  weight(self.weight, r.period, self.ctx.perf.evlist.entries[r.entry].attr))
+    def resolved_ips(self, pid, tid, comm, ips, period, entry):
+        """A sample from the C engine (perfdata/engine.py): ``ips`` as native u64 bytes."""
+        self._add(tid, self.ctx.comm_of(tid, comm), self._stacks.get(pid, ips),
+                  weight(self.weight, period, self.ctx.perf.evlist.entries[entry].attr))
 
     def _add(self, tid, comm, stack, w):
         prof = self.profiles.get(tid)
