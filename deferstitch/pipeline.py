@@ -12,9 +12,9 @@ import sys
 import time
 
 from .errors import DeferstitchError, FormatError
+from .output import sink as S
 from .output.perf_records import PerfContext
 from .output.sink import Sink
-from .output.stitched_file import StitchedFile
 from .perfdata import engine
 from .perfdata.feed import PerfFeed
 from .perfdata.reader import PerfData
@@ -22,6 +22,7 @@ from .perfdata.reader import PerfData
 
 class Null(Sink):
     """An output that writes nothing: report only."""
+    takes = S.REPORT
     report = None
 
 
@@ -75,7 +76,7 @@ def run(args, make, symbols=False, perf=None, hint=False):
             sys.stderr.write(line + "\n")
     ctx = context(perf, args, warn) if symbols else None
     out = make(perf, ctx)
-    mode = _engine_mode(out)
+    mode = MODES.get(getattr(out, "takes", None))     # output/sink.py: None, the Python path
     why = engine.unavailable(perf) if mode is not None else "an output the engine does not feed"
     if why is None:
         rep = _run_engine(perf, out, args, ctx, mode)
@@ -98,20 +99,10 @@ def has_deferred(perf, rep):
         rep.samples > rep.passed or rep.deferred_records > 0)
 
 
-def _engine_mode(out):
-    if isinstance(out, StitchedFile):
-        return engine.MODE_FILE
-    if isinstance(out, Null):
-        return engine.MODE_NONE
-    if hasattr(out, "turn"):             # prints in time order
-        return engine.MODE_ORDERED
-    if hasattr(out, "outcome"):          # outcomes and lost records in time order (a timeline)
-        return engine.MODE_OUTCOMES
-    if hasattr(out, "resolved_counted"):       # sums samples per stack: counted in C
-        return engine.MODE_CHAINS if getattr(out, "chains", False) else engine.MODE_COUNTED
-    if hasattr(out, "resolved_ips"):
-        return engine.MODE_EVENTS
-    return None
+# what an output takes (its ``takes``: output/sink.py) -> the engine's mode
+MODES = {S.REPORT: engine.MODE_NONE, S.FILE: engine.MODE_FILE, S.SAMPLES: engine.MODE_EVENTS,
+         S.ORDERED: engine.MODE_ORDERED, S.COUNTED: engine.MODE_COUNTED,
+         S.CHAINS: engine.MODE_CHAINS, S.OUTCOMES: engine.MODE_OUTCOMES}
 
 
 def _run_engine(perf, out, args, ctx, mode):
@@ -142,9 +133,12 @@ def _run_engine(perf, out, args, ctx, mode):
                     else:
                         record(ev)
             elif mode != engine.MODE_NONE:      # events: resolved samples, side-band records, turns
+                # a sample's tuple spread into the output's method: its fields are the
+                # parameters, named in output/sink.py (no object made per sample)
                 add = out.resolved_counted if mode in (engine.MODE_COUNTED, engine.MODE_CHAINS) \
                     else out.resolved_ips
-                observe, turn = ctx.observe, getattr(out, "turn", None)
+                observe = ctx.observe
+                turn = out.turn if mode == engine.MODE_ORDERED else None
                 for ev in chunk:
                     cls = ev.__class__
                     if cls is tuple:

@@ -32,9 +32,9 @@ class StitchReport:
         self.lost_records = self.lost_events = 0
         self.max_pending = 0
         self.deferred_layout = "cookie"   # "no-cookie": matched by task order (stitcher.py)
-        self._cells = {}        # (tid, cpu, outcome or reason) -> samples: one lookup a sample
-        self._comms = {}        # tid -> comm
-        self._by_thread = self._by_cpu = None   # views, built from _cells when asked
+        self.cells = {}         # (tid, cpu, outcome or reason) -> samples: one lookup a sample
+        self.comms = {}         # tid -> comm
+        self._by_thread = self._by_cpu = None   # views, built from cells when asked
         self.first_unmatched = []   # (time, tid, cookie, reason)
         self.orphans = []           # (time, tid, cookie)
         self.source = None          # the front end that fed it: "perf", "ftrace"
@@ -56,10 +56,10 @@ class StitchReport:
                 self.first_unmatched.append((s.time, s.tid, None if s.cookie == NO_COOKIE
                                              else s.cookie, s.reason))
         cell = (s.tid, s.cpu, key)
-        cells = self._cells
+        cells = self.cells
         cells[cell] = cells.get(cell, 0) + 1
         if s.comm:
-            self._comms[s.tid] = s.comm
+            self.comms[s.tid] = s.comm
         self._by_thread = self._by_cpu = None
 
     @property
@@ -67,10 +67,10 @@ class StitchReport:
         """tid -> [comm, Counter(outcome or reason)]"""
         if self._by_thread is None:
             out = {}
-            for (tid, _cpu, key), n in self._cells.items():
+            for (tid, _cpu, key), n in self.cells.items():
                 th = out.get(tid)
                 if th is None:
-                    th = out[tid] = [self._comms.get(tid) or idle_comm(tid), Counter()]
+                    th = out[tid] = [self.comms.get(tid) or idle_comm(tid), Counter()]
                 th[1][key] += n
             self._by_thread = out
         return self._by_thread
@@ -80,7 +80,7 @@ class StitchReport:
         """cpu -> Counter(outcome or reason)"""
         if self._by_cpu is None:
             out = {}
-            for (_tid, cpu, key), n in self._cells.items():
+            for (_tid, cpu, key), n in self.cells.items():
                 out.setdefault(cpu, Counter())[key] += n
             self._by_cpu = out
         return self._by_cpu

@@ -85,7 +85,7 @@ class PerfSample:
         self.callchain_offset = self.callchain_end = None
 
 
-_FIXED_AND_CHAIN = (C.PERF_SAMPLE_IDENTIFIER | C.PERF_SAMPLE_IP | C.PERF_SAMPLE_TID | C.PERF_SAMPLE_TIME
+FIXED_AND_CHAIN = (C.PERF_SAMPLE_IDENTIFIER | C.PERF_SAMPLE_IP | C.PERF_SAMPLE_TID | C.PERF_SAMPLE_TIME
                     | C.PERF_SAMPLE_ADDR | C.PERF_SAMPLE_ID | C.PERF_SAMPLE_STREAM_ID | C.PERF_SAMPLE_CPU
                     | C.PERF_SAMPLE_PERIOD | C.PERF_SAMPLE_READ | C.PERF_SAMPLE_CALLCHAIN)
 
@@ -118,11 +118,11 @@ class SampleLayout:
         self.prefix_names = names
         self.prefix = struct.Struct(e + codes)
         self.prefix_end = 8 + self.prefix.size
-        self.time_offset = self._prefix_offset(names, "time")
-        self.tid_offset = self._prefix_offset(names, "pid")
-        self.id_offset = self._prefix_offset(names, "identifier")
+        self.time_offset = self.prefix_offset(names, "time")
+        self.tid_offset = self.prefix_offset(names, "pid")
+        self.id_offset = self.prefix_offset(names, "identifier")
         if self.id_offset is None:
-            self.id_offset = self._prefix_offset(names, "id")
+            self.id_offset = self.prefix_offset(names, "id")
         rf = attr.read_format
         self.read_group = bool(st & C.PERF_SAMPLE_READ and rf & C.PERF_FORMAT_GROUP)
         per_value = 1 + bool(rf & C.PERF_FORMAT_ID) + bool(rf & C.PERF_FORMAT_LOST)
@@ -168,7 +168,7 @@ class SampleLayout:
             off += 8
         return off
 
-    def _prefix_offset(self, names, name):
+    def prefix_offset(self, names, name):
         off = self._slot_offset(names, name)
         return None if off is None else 8 + off
 
@@ -225,7 +225,7 @@ class SampleLayout:
                     "    s.callchain = chain(data, off + 8)",
                     "    off += 8 + 8 * nr",
                     "    s.callchain_end = off"]
-        if st & ~_FIXED_AND_CHAIN:
+        if st & ~FIXED_AND_CHAIN:
             src.append("    off = skip_tail(data, off, s)")
         src += ["    if off > size:",
                 "        raise ValueError('sample fields end at %d, past the record size %d' % (off, size))",

@@ -28,11 +28,13 @@ from ..symbols.resolver import Resolver
 from ..symbols.vdso import VdsoSource, is_vdso
 from .frames import UNKNOWN, frame_name, sample_ips, weight
 from .perf_records import is_running_kernel, kernel_build_id, kernel_release
-from .sink import Sink
+from .sink import SAMPLES, Sink
 
 
 class AddressStacks(Sink):
     """The per-input output: ``stacks`` maps (comm, keys root first) to summed weights."""
+
+    takes = SAMPLES
 
     def __init__(self, ctx, symbols=True, kallsyms=None, weight="samples"):
         """``ctx``: a PerfContext for maps and comms (its own naming off: nothing is read here);

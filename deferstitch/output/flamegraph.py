@@ -17,7 +17,7 @@ from functools import partial
 from ..abi.consts import PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER
 from ..model import REASONS, STITCHED, UNMATCHED
 from .frames import KeyedStacks, StackCache, comm_name, counted_weight, frame_name, weight
-from .sink import Sink
+from .sink import CHAINS, Sink
 
 KERNEL, USER, LOST, COMM = "kernel", "user", "lost", "comm"
 FRAME_HEIGHT = 16
@@ -193,7 +193,7 @@ class FlameGraph(Sink):
     markers (MODE_CHAINS). With a ``namer`` (the trace side's), samples come to named(), their
     chains named through a KeyedStacks."""
 
-    chains = True
+    takes = CHAINS
 
     def __init__(self, f, ctx, path=None, title=None, width=1200, inverted=False, weight="samples",
                  namer=None):
@@ -216,11 +216,11 @@ class FlameGraph(Sink):
         self._add(s.pid, self.ctx.comm(s), chain, s.reason if s.outcome == UNMATCHED else None,
                   weight(self.weight, s.ref.period, s.ref.entry.attr), s.after_stack)
 
-    def resolved_counted(self, pid, tid, comm, chain, period, entry, count, key, _first, _last, after):
+    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, key, _first, _last, after):
         """``count`` samples of one chain from the C engine (perfdata/engine.py, MODE_CHAINS):
-        ``chain`` as native u64 bytes, ``period`` their sum (None: the attr's fixed period),
-        ``after`` how many were stitched after their stack."""
-        self._add(pid, self.ctx.comm_of(tid, comm), chain, _LOST[key],
+        ``ips`` the chain as native u64 bytes, ``period`` their sum (None: the attr's fixed
+        period), ``after`` how many were stitched after their stack."""
+        self._add(pid, self.ctx.comm_of(tid, comm), ips, _LOST[key],
                   counted_weight(self.weight, count, period, self.ctx.perf.evlist.entries, entry), after)
 
     def named(self, s):

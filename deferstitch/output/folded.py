@@ -7,7 +7,7 @@ from collections import Counter
 from functools import partial
 
 from .frames import KeyedStacks, StackCache, comm_name, counted_weight, frame_name, sample_ips, weight
-from .sink import Sink
+from .sink import COUNTED, Sink
 
 
 def _line(_pid, frames, addressed=False):
@@ -20,6 +20,8 @@ class Folded(Sink):
     """Counts folded lines. A sample's line is named when its outcome is known (see
     PerfFeed._resolved), through a StackCache; with a ``namer`` (the trace side's), each
     sample given to named() through a KeyedStacks."""
+
+    takes = COUNTED
 
     def __init__(self, f, ctx, weight="samples", namer=None):
         self.f, self.ctx, self.weight = f, ctx, weight

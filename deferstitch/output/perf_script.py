@@ -18,7 +18,7 @@ order, and ``header(s)`` is the side's own header line.
 """
 from ..abi import consts as C
 from .frames import KeyedStacks, StackCache, frame_lines, name_ips, sample_ips, sample_period, weight
-from .sink import Sink
+from .sink import ORDERED, Sink
 
 
 def _frame_lines(_pid, frames):
@@ -26,6 +26,8 @@ def _frame_lines(_pid, frames):
 
 
 class PerfScript(Sink):
+    takes = ORDERED
+
     def __init__(self, f, ctx, max_stack=127, namer=None, header=None):
         self.f, self.ctx, self.max_stack = f, ctx, max_stack
         if namer is None:

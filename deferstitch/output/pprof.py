@@ -15,7 +15,7 @@ from ..symbols.resolver import INLINED
 from ..model import OUTCOME_KEYS, PASSED, REASONS, STITCHED, UNMATCHED
 from . import pprof_wire as W
 from .frames import StackCache, counted_weight, sample_ips, sample_period
-from .sink import Sink
+from .sink import COUNTED, Sink
 
 _OUTCOMES = [(STITCHED, None), (PASSED, None)] + [(UNMATCHED, r) for r in REASONS]   # by OUTCOME_KEYS
 _KEY = {k: i for i, k in enumerate(OUTCOME_KEYS)}        # an outcome or reason -> its number
@@ -25,6 +25,8 @@ _U64_MAX = (1 << 64) - 1
 
 
 class Pprof(Sink):
+    takes = COUNTED
+
     def __init__(self, f, ctx):
         self.f, self.ctx = f, ctx
         self.strings = {}
@@ -111,11 +113,11 @@ class Pprof(Sink):
         self.resolved_counted(s.pid, s.tid, s.comm, tuple(sample_ips(s)), sample_period(s), None, 1,
                               _KEY[s.reason if s.reason else s.outcome], s.time, s.time, None)
 
-    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, key, time, last, _after):
+    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, key, first, last, _after):
         """``count`` samples of one stack and outcome from the C engine (perfdata/engine.py,
         MODE_COUNTED; one from the Python path): ``ips`` native u64 bytes (a tuple), ``period``
         their sum (None: the attr's fixed period), ``key`` the outcome's number
-        (model.OUTCOME_KEYS), times the first and last. One call per distinct (thread, stack,
+        (model.OUTCOME_KEYS), ``first`` and ``last`` their times (a sink.Counted). One call per distinct (thread, stack,
         outcome): its cost is most of what pprof costs over folded, hence the inlined lookups."""
         comm = self.ctx.comm_of(tid, comm)
         period = counted_weight("period", count, period, self.ctx.perf.evlist.entries, entry)
@@ -144,11 +146,11 @@ class Pprof(Sink):
             counts[i] += count
             p = periods[i] + period
             periods[i] = p if p <= _U64_MAX else _U64_MAX
-        if time is not None:
-            if self.first is None or time < self.first:
-                self.first = time
+        if first is not None:
+            if self.first is None or first < self.first:
+                self.first = first
             if last is None:
-                last = time
+                last = first
             if self.last is None or last > self.last:
                 self.last = last
 

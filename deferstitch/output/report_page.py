@@ -9,6 +9,7 @@ import html
 
 from ..abi import consts as C
 from ..model import OUTCOME_KEYS, PASSED, REASONS, STITCHED
+from .sink import OUTCOMES, Sink
 from .tables import sections
 
 BINS = 400
@@ -192,8 +193,10 @@ def page(rep, timeline, title):
                "\n".join(tables)))
 
 
-class ReportPage:
+class ReportPage(Sink):
     """The perf-side output of ``report --html``: samples and LOST records in time order."""
+
+    takes = OUTCOMES
 
     LOST = (C.PERF_RECORD_LOST, C.PERF_RECORD_LOST_SAMPLES)
 

@@ -1,17 +1,75 @@
-"""Sink: an output's three calls from the run (record, sample, close), each doing nothing.
+"""Sink: what an output takes from the run, and the calls it gets, on both paths.
 
-The base of outputs that take nothing (pipeline.Null: the report alone) or take their samples
-another way: resolved samples, from the Python path and the C engine alike (folded, flame
-graphs, pprof, speedscope, script, AddressStacks), each overriding what it uses.
+Every output is a Sink. The Python path (perfdata/feed.py PerfFeed, the definition) calls
+
+    resolved(s)        a sample whose outcome is known, the moment it is (if the output has it:
+                       names taken then see the maps as they were when the stack was taken)
+    record(rec)        a record other than a sample, in time order (maps, comms, lost, ...)
+    sample(s)          a sample whose outcome is final, in time order
+    close()            the input has ended (or stopped at damage): finish the output
+
+The C engine (perfdata/engine.py) hands the same samples in fewer, cheaper calls. What an output
+takes from it is declared by its class attribute ``takes``, one of the kinds below; pipeline.py
+picks the engine's mode from it, and an output that declares None runs on the Python path.
+
+    takes       engine mode     calls on the engine path, in this order
+    ---------   -------------   ---------------------------------------------------------------
+    REPORT      MODE_NONE       close() (the report alone: ``report`` set before it)
+    FILE        MODE_FILE       the stitched file's records through ``writer`` (PerfWriter:
+                                keep_table, engine_sink, engine_wrote, write, write_kept), close()
+    SAMPLES     MODE_EVENTS     resolved_ips(*Resolved) per sample as it is resolved, close()
+    ORDERED     MODE_ORDERED    resolved_ips(*Ordered) as resolved, turn(number) when that
+                                sample's turn comes in time order, close()
+    COUNTED     MODE_COUNTED    resolved_counted(*Counted) per distinct stack and outcome, close()
+    CHAINS      MODE_CHAINS     resolved_counted(*Counted), ``ips`` with the chain's context
+                                markers kept (PERF_CONTEXT_USER before a stitched sample's user
+                                frames), close()
+    OUTCOMES    MODE_OUTCOMES   outcome(*Outcome) per sample and record(rec) for LOST and
+                                LOST_SAMPLES, in time order, close()
+
+On SAMPLES, ORDERED, COUNTED and CHAINS the side-band records (maps, comms) go to the run's
+PerfContext (ctx.observe), not to the output, in the order the Python path has them.
+
+The engine's records: the C engine builds plain tuples (deferstitch/_accel.c, its header
+comment); the named tuples below are their fields, in their order, named once for both sides.
+pipeline.py spreads each into the output's method (``resolved_ips(*t)``), whose parameters are
+those fields by those names (an unused one may start with "_"; tests/test_sink.py checks every
+output): no object is made per sample, which named records cost perf script on the engine (5 %).
+``ips`` is native u64 bytes, ``period`` None when the attr's fixed period applies (COUNTED:
+their sum), ``entry`` the attr's index in perf.evlist.entries, ``key`` the outcome's number
+(model.OUTCOME_KEYS).
 """
+from collections import namedtuple
+
+REPORT, FILE, SAMPLES, ORDERED, COUNTED, CHAINS, OUTCOMES = (
+    "report", "file", "samples", "ordered", "counted", "chains", "outcomes")
+
+Resolved = namedtuple("Resolved", "pid tid comm ips period entry")
+Ordered = namedtuple("Ordered", "pid tid comm ips period entry cpu time number ip")
+Ordered.__doc__ = """Resolved and the sample's cpu, time, number (named again by turn()) and
+own ip (PERF_SAMPLE_IP) when its attr has no callchain, else None."""
+Counted = namedtuple("Counted", "pid tid comm ips period entry count key first last after")
+Counted.__doc__ = """``count`` samples of one (pid, tid, comm, ips, entry, outcome): ``first``
+and ``last`` their first and last times, ``after`` how many were stitched after their stack."""
+Outcome = namedtuple("Outcome", "time cpu tid comm key")
+
+# what each kind hands, and the method that takes it
+RECORD_OF = {SAMPLES: (Resolved, "resolved_ips"), ORDERED: (Ordered, "resolved_ips"),
+             COUNTED: (Counted, "resolved_counted"), CHAINS: (Counted, "resolved_counted"),
+             OUTCOMES: (Outcome, "outcome")}
 
 
 class Sink:
+    """An output: the calls of the Python path below, each doing nothing until overridden;
+    ``takes`` and the engine's calls as the module docstring lists them."""
+
+    takes = None            # what the C engine hands this output (above); None: the Python path
+
     def record(self, rec):
         """A record other than a sample, in time order (maps, comms, lost, ...)."""
 
     def sample(self, s):
-        """A sample whose outcome is final."""
+        """A sample whose outcome is final, in time order."""
 
     def close(self):
         """The input has ended (or stopped at damage): finish the output."""

@@ -11,12 +11,14 @@ from array import array
 from .. import __version__
 from .frames import frame_name
 from .frames import StackCache, sample_ips, weight
-from .sink import Sink
+from .sink import SAMPLES, Sink
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
 
 class Speedscope(Sink):
+    takes = SAMPLES
+
     def __init__(self, f, ctx, name, weight="samples"):
         self.f, self.ctx, self.name, self.weight = f, ctx, name, weight
         self.frames = []

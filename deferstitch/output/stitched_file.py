@@ -18,6 +18,7 @@ import struct
 from ..abi import consts as C
 from ..model import PASSED, STITCHED
 from ..perfdata.writer import PerfWriter
+from .sink import FILE, Sink
 
 
 MAX_RECORD = 0xFFFF      # perf_event_header.size is a u16
@@ -45,7 +46,9 @@ def user_room(data, parsed, kernel):
 REPORT_FEATURE = 250
 
 
-class StitchedFile:
+class StitchedFile(Sink):
+    takes = FILE
+
     def __init__(self, f, perf, compat=True, keep_report=True):
         self.perf = perf
         self.keep_report = keep_report

@@ -307,14 +307,14 @@ class LossWatch:
             at = ent.layout.id_offset if ent else None
             if at is None or len(data) < at + 8:
                 return None
-            return ev._u64.unpack_from(data, at)[0]
+            return ev.u64.unpack_from(data, at)[0]
         if rec.type >= C.PERF_RECORD_USER_TYPE_START:
             return None
         ent = ev.for_trailer(data)
         back = ent.layout.trailer_id_from_end if ent and ent.layout.trailer_names else None
         if back is None or len(data) < 8 + back:
             return None
-        return ev._u64.unpack_from(data, len(data) - back)[0]
+        return ev.u64.unpack_from(data, len(data) - back)[0]
 
     def _loss(self, buf, t, n):
         self.lost_records[buf] = self.lost_records.get(buf, 0) + n

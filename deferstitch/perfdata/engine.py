@@ -1,7 +1,7 @@
 """Drive the C engine (deferstitch/_accel.c) over a perf.data: one pass, any input the reader takes.
 
     reader's buffer --+-- whole ordinary records, in place ---------> Engine.feed --> events, or
-                      +-- the rest, framed by PerfData._slow_record --> Engine.feed /    the stitched
+                      +-- the rest, framed by PerfData.slow_record --> Engine.feed /    the stitched
                                                                         Engine.foreign   file's records
 
 The engine does the per-record work of reader -> sorter -> PerfFeed -> Stitcher with the same
@@ -9,7 +9,7 @@ rules. It frames ordinary records straight from the reader's buffer; the reader 
 the careful way, one record at a time (a record cut by the buffer's end, a payload after its
 size, damage), so framing errors are the reader's own. Metadata records, compressed containers
 and what the engine does not decode itself (sample layouts it does not walk, damaged records)
-go back to the Python decoders (PerfData._note, _Decompressor, feed.decode), so each is decoded
+go back to the Python decoders (PerfData.note, Decompressor, feed.decode), so each is decoded
 in one place and every error carries the Python path's text and offset. Nothing is read twice:
 standard input runs on the engine too.
 """
@@ -20,13 +20,13 @@ from collections import Counter
 
 from ..abi import consts as C
 from ..abi.records import DEFERRED_NO_COOKIE
-from ..abi.sample import _FIXED_AND_CHAIN
+from ..abi.sample import FIXED_AND_CHAIN
 from ..errors import FormatError
 from ..model import OUTCOME_KEYS, PASSED, STITCHED
 from ..report import CORE_COUNTS, StitchReport
 from ..stitcher import DEFAULT_EXIT_GRACE
-from .feed import decode, probe_layout
-from .reader import Record, _Decompressor, cut_error
+from .feed import decode, layout_ahead
+from .reader import Record, Decompressor, cut_error
 from .sorter import DEFAULT_MAX_QUEUED
 
 try:
@@ -55,18 +55,19 @@ def unavailable(perf):
             return "PERF_SAMPLE_READ: a sample per group member, on the Python path"
         if ent.layout.lbr_callstack:
             return "LBR call stacks, rebuilt from the branch stack on the Python path"
-    # a file that asks for deferred callchains is probed far; one that does not, a little (a
-    # stray no-cookie chain past that is one line from the engine: run with DEFERSTITCH_ACCEL=0)
+    # the layout, read ahead on the reader (files and pipes alike): far in a file that asks for
+    # deferred callchains; in one that does not, a little (a stray no-cookie chain past that is
+    # one line from the engine: run with DEFERSTITCH_ACCEL=0)
     ents = perf.evlist.entries          # (none yet in a pipe-format file: attrs come as records)
     far = not ents or any(e.attr.defer_callchain for e in ents)
-    if perf.path != "<stdin>" and probe_layout(perf.path, 100_000 if far else 2_000) == DEFERRED_NO_COOKIE:
+    if layout_ahead(perf, 100_000 if far else 2_000) == DEFERRED_NO_COOKIE:
         return "deferred callchains without cookies (matched by task order on the Python path)"
     return None
 
 
 def _simple(layout):
     st = layout.sample_type
-    return not st & C.PERF_SAMPLE_READ and not st & ~_FIXED_AND_CHAIN
+    return not st & C.PERF_SAMPLE_READ and not st & ~FIXED_AND_CHAIN
 
 
 def plan(evlist):
@@ -76,11 +77,11 @@ def plan(evlist):
         lay = ent.layout
         names = lay.prefix_names
         lays.append((int(_simple(lay)), lay.time_offset, lay.tid_offset,
-                     lay._prefix_offset(names, "cpu"), lay._prefix_offset(names, "period"),
+                     lay.prefix_offset(names, "cpu"), lay.prefix_offset(names, "period"),
                      lay.prefix_end, int(lay.has_callchain), lay.trailer.size,
                      lay.trailer_time_from_end, lay.trailer_tid_from_end, int(bool(lay.trailer_names)),
-                     lay._prefix_offset(names, "ip")))
-    return (evlist._sample_id_at, evlist._trailer_id_from_end,
+                     lay.prefix_offset(names, "ip")))
+    return (evlist.sample_id_at, evlist.trailer_id_from_end,
             {i: ent.index for i, ent in evlist.by_id.items()}, lays)
 
 
@@ -107,7 +108,7 @@ class EngineRun:
         raises the Python path's FormatError after the last chunk, which holds what came before
         it, as the Python path delivers it."""
         perf, eng = self.perf, self.engine
-        s, end = perf._s, perf.data_end
+        s, end = perf.stream, perf.data_end
         hdr = struct.Struct(perf.endian + "IHH").unpack_from
         feed, output = eng.feed, eng.output
         reading = True          # a FormatError now is the reader's (else the engine's, wound up)
@@ -124,17 +125,17 @@ class EngineRun:
                 n = feed(s.buf, s.bpos, have, at) if have >= 8 else 0
                 if n:
                     s.bpos += n
-                else:                   # the reader frames this one (reader.py _slow_record)
+                else:                   # the reader frames this one (reader.py slow_record)
                     reading = True
-                    rec = perf._slow_record(s, at, end, hdr)
+                    rec = perf.slow_record(s, at, end, hdr)
                     if rec is None:
                         break           # a pipe ends where its last record ends
                     if rec.type == C.PERF_RECORD_AUXTRACE:
-                        perf._note(rec)     # the reader counts it (auxtrace.py), as records() does
+                        perf.note(rec)     # the reader counts it (auxtrace.py), as records() does
                     reading = False
                     if rec.extra or rec.type in _FOREIGN or rec.type > 0xFFFF:
                         if rec.type == C.PERF_RECORD_HEADER_TRACING_DATA:
-                            perf._note(rec)     # tracepoint names, as the reader notes them
+                            perf.note(rec)     # tracepoint names, as the reader notes them
                         eng.foreign(rec)
                     elif feed(rec.data, 0, len(rec.data), at) != len(rec.data):
                         raise RuntimeError("the C engine left a whole record at %#x" % at)
@@ -144,7 +145,7 @@ class EngineRun:
             left, container = eng.leftover()
             if left:
                 raise cut_error(perf.path, container, left)
-            perf._features_after_data()
+            perf.features_after_data()
             reading = False
             eng.finish()
         except FormatError as err:
@@ -177,12 +178,12 @@ class EngineRun:
                     cells.append((firsts[k], (tid, cpu, KEYS[k]), n))
             if comm is not None and comm_seq > comms.get(tid, (0, None))[0]:
                 comms[tid] = (comm_seq, comm)
-        r._cells = {key: n for _seq, key, n in sorted(cells, key=lambda c: c[0])}
+        r.cells = {key: n for _seq, key, n in sorted(cells, key=lambda c: c[0])}
         r.unmatched = Counter()               # reasons in the order first seen, as count() adds them
-        for (_tid, _cpu, key), n in r._cells.items():
+        for (_tid, _cpu, key), n in r.cells.items():
             if key not in (STITCHED, PASSED):
                 r.unmatched[key] += n
-        r._comms = {tid: comm for tid, (_seq, comm) in comms.items()}
+        r.comms = {tid: comm for tid, (_seq, comm) in comms.items()}
         if st["deferred_without_tid"]:
             r.extra["deferred_without_tid"] = st["deferred_without_tid"]
         counts = {**st["counts"], **st["big_counts"]}
@@ -201,7 +202,7 @@ _FOREIGN = (C.PERF_RECORD_AUXTRACE, C.PERF_RECORD_HEADER_TRACING_DATA)
 
 
 class _Payloads:
-    """Compressed containers for the engine: their decompressed bytes (one _Decompressor for
+    """Compressed containers for the engine: their decompressed bytes (one Decompressor for
     the session, made at the first container), and the reader's error for a record in them
     smaller than its header."""
 
@@ -210,7 +211,7 @@ class _Payloads:
 
     def _get(self):
         if self.decomp is None:
-            self.decomp = _Decompressor(self.perf.path)
+            self.decomp = Decompressor(self.perf.path)
         return self.decomp
 
     def __call__(self, rec):
@@ -221,11 +222,11 @@ class _Payloads:
 
 
 def _callbacks(perf):
-    """What the engine hands back: metadata records (the reader's _note, then the new plan),
+    """What the engine hands back: metadata records (the reader's note, then the new plan),
     compressed containers, and records it does not decode itself (feed.decode)."""
 
     def note(rec):
-        perf._note(rec)
+        perf.note(rec)
         return plan(perf.evlist)
 
     def dec(rec):

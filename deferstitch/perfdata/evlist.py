@@ -5,6 +5,7 @@ place: the first u64 of a SAMPLE and the last u64 of a sample_id trailer when ev
 PERF_SAMPLE_IDENTIFIER, else where PERF_SAMPLE_ID sits (all attrs must then share sample_type,
 as perf itself requires: evlist__valid_sample_type).
 """
+import copy
 import struct
 
 from ..abi import consts as C
@@ -60,9 +61,20 @@ class Evlist:
         self.entries = []
         self.by_id = {}
         self.index_entries = []    # ID_INDEX: (id, idx, cpu, tid) of every sample id
-        self._u64 = struct.Struct(endian + "Q")
-        self._sample_id_at = None      # offset of the id in a SAMPLE, None = single attr
-        self._trailer_id_from_end = None
+        self.u64 = struct.Struct(endian + "Q")
+        self.sample_id_at = None      # offset of the id in a SAMPLE, None = single attr
+        self.trailer_id_from_end = None
+
+    def copy(self):
+        """A copy to note records into and drop (PerfData.ahead): its entries copied, so that
+        names given to them leave these alone; attrs and layouts shared (never changed)."""
+        new = Evlist(self.endian)
+        new.entries = [copy.copy(ent) for ent in self.entries]
+        mine = {id(old): ent for old, ent in zip(self.entries, new.entries)}
+        new.by_id = {i: mine[id(ent)] for i, ent in self.by_id.items()}
+        new.index_entries = list(self.index_entries)
+        new.sample_id_at, new.trailer_id_from_end = self.sample_id_at, self.trailer_id_from_end
+        return new
 
     def add(self, attr, ids):
         entry = EventEntry(attr, ids, len(self.entries))
@@ -103,14 +115,14 @@ class Evlist:
 
     def _plan(self):
         if len(self.entries) <= 1:
-            self._sample_id_at = self._trailer_id_from_end = None
+            self.sample_id_at = self.trailer_id_from_end = None
             return
         lays = [e.layout for e in self.entries]
         if all(l.sample_type & C.PERF_SAMPLE_IDENTIFIER for l in lays):
-            self._sample_id_at, self._trailer_id_from_end = 8, 8
+            self.sample_id_at, self.trailer_id_from_end = 8, 8
         else:
-            self._sample_id_at = lays[0].id_offset
-            self._trailer_id_from_end = lays[0].trailer_id_from_end
+            self.sample_id_at = lays[0].id_offset
+            self.trailer_id_from_end = lays[0].trailer_id_from_end
 
     @property
     def first(self):
@@ -118,19 +130,19 @@ class Evlist:
 
     def for_sample(self, data):
         """The entry a SAMPLE record belongs to (None when its id is unknown)."""
-        if self._sample_id_at is None:
+        if self.sample_id_at is None:
             return self.entries[0] if self.entries else None
-        if len(data) < self._sample_id_at + 8:
+        if len(data) < self.sample_id_at + 8:
             return None
-        return self.by_id.get(self._u64.unpack_from(data, self._sample_id_at)[0])
+        return self.by_id.get(self.u64.unpack_from(data, self.sample_id_at)[0])
 
     def for_trailer(self, data):
         """The entry whose sample_id trailer a non-sample kernel record carries."""
-        if self._trailer_id_from_end is None:
+        if self.trailer_id_from_end is None:
             return self.entries[0] if self.entries else None
-        if len(data) < 8 + self._trailer_id_from_end:
+        if len(data) < 8 + self.trailer_id_from_end:
             return self.entries[0]
-        ent = self.by_id.get(self._u64.unpack_from(data, len(data) - self._trailer_id_from_end)[0])
+        ent = self.by_id.get(self.u64.unpack_from(data, len(data) - self.trailer_id_from_end)[0])
         return ent if ent is not None else self.entries[0]
 
     def time_of(self, rec):
@@ -140,12 +152,12 @@ class Evlist:
             return None
         if t == C.PERF_RECORD_SAMPLE:       # (the sorter asks this of every record: kept short)
             data = rec.data
-            ent = self.entries[0] if self._sample_id_at is None else self.for_sample(data)
+            ent = self.entries[0] if self.sample_id_at is None else self.for_sample(data)
             if ent is None:
                 return None
             off = ent.layout.time_offset
             if off is None or len(data) < off + 8:
                 return None
-            return self._u64.unpack_from(data, off)[0]
+            return self.u64.unpack_from(data, off)[0]
         ent = self.for_trailer(rec.data)
         return ent.layout.time_of_trailer(rec.data)

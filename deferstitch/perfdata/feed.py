@@ -66,15 +66,22 @@ def lbr_chain(chain, ip, branches):
     return chain[:i + 1] + ((leaf,) if leaf is not None else ()) + tuple(b[0] for b in branches)
 
 
-def probe_layout(path, limit=100_000):
-    """The deferred layout of the perf.data at ``path`` ("cookie" or "no-cookie"), read on a
-    separate handle up to its first deferred chain or CALLCHAIN_DEFERRED record; None when the
-    first ``limit`` records hold neither, or the file is damaged before (the run will say where)."""
+def layout_ahead(perf, limit=100_000):
+    """The deferred layout of ``perf`` ("cookie" or "no-cookie"), for what must know it before
+    the run starts (engine.unavailable: the C engine stitches by cookie only): its first
+    deferred chain or CALLCHAIN_DEFERRED record, as PerfFeed._layout takes it, read ahead on the
+    reader itself (PerfData.ahead: the run reads those records again from memory or the page
+    cache, never a second open; a pipe alike); None when the first ``limit`` records hold
+    neither, or the file is damaged before (the run will say where). Kept on ``perf``."""
+    known = perf.layouts_ahead
+    if limit in known:
+        return known[limit]
+    layout = None
     try:
-        with PerfData.open(path) as perf:
-            for n, rec in enumerate(perf.records()):
+        with perf.ahead() as records:
+            for n, rec in enumerate(records):
                 if n >= limit:
-                    return None
+                    break
                 if rec.type == C.PERF_RECORD_SAMPLE:
                     ent = perf.evlist.for_sample(rec.data)
                     layout = split_chain(ent.layout.parse(rec.data).callchain or ())[2] if ent else None
@@ -82,13 +89,21 @@ def probe_layout(path, limit=100_000):
                     ent = perf.evlist.for_trailer(rec.data)
                     layout = R.deferred_layout(rec.data, perf.endian,
                                                len(rec.data) - (ent.layout.trailer.size if ent else 0))
-                else:
-                    continue
                 if layout is not None:
-                    return layout
+                    break
     except (FormatError, ValueError, struct.error, OSError):
+        layout = None
+    known[limit] = layout
+    return layout
+
+
+def probe_layout(path, limit=100_000):
+    """layout_ahead() of the perf.data at ``path``."""
+    try:
+        with PerfData.open(path) as perf:
+            return layout_ahead(perf, limit)
+    except (FormatError, OSError):
         return None
-    return None
 
 
 def requeued_stacks(entries):
@@ -125,7 +140,7 @@ def loss_watch(perf):
     separate handle, without cookies only), whose stitches are all proven as they come."""
     if perf.path == "<stdin>":
         return LossWatch(perf)
-    if probe_layout(perf.path) == R.DEFERRED_COOKIE:
+    if layout_ahead(perf) == R.DEFERRED_COOKIE:
         return None
     ahead = read_ahead(perf.path)
     if ahead is not None and not ahead.losses:

@@ -8,6 +8,7 @@ Records are raw bytes first and parsed on request (``reader.evlist`` knows each 
 Damage raises FormatError naming the file and offset after every good record before it was
 yielded; unknown record types are passed through, never fatal.
 """
+import contextlib
 import io
 import os
 import struct
@@ -27,9 +28,10 @@ from .header import (HEADER_SIZE, HEADER_SIZE_NO_FEATURES, MAGIC_V1, PIPE_HEADER
 CHUNK = 1 << 20
 MAX_HEAD = 64 << 20       # attrs + ids before the data section: far more than any real file has
 MAX_READ = 64 << 20       # one read() at most, whatever length a record claims
+MAX_AHEAD = 64 << 20      # what ahead() keeps of a pipe at most
 
 
-# Record types that carry metadata (PerfData._note reads them as they pass).
+# Record types that carry metadata (PerfData.note reads them as they pass).
 _NOTE_TYPES = frozenset((C.PERF_RECORD_HEADER_ATTR, C.PERF_RECORD_ID_INDEX,
                          C.PERF_RECORD_HEADER_FEATURE, C.PERF_RECORD_EVENT_UPDATE,
                          C.PERF_RECORD_HEADER_TRACING_DATA,    # (the C engine hands this one back)
@@ -53,12 +55,16 @@ class Record:
         return "Record(%s, size=%d, offset=%#x)" % (C.record_name(self.type), len(self.data), self.offset)
 
 
-class _Stream:
-    """Forward-only buffered reads with the absolute offset kept; seeks when the file allows."""
+class Stream:
+    """Forward-only buffered reads with the absolute offset kept; seeks when the file allows.
+    ``buf[bpos:]`` is what is read and not yet taken, at file offset ``pos``: the C engine's
+    driver (perfdata/engine.py) feeds the engine straight from it."""
 
     def __init__(self, f, path):
         self.f, self.path = f, path
         self.buf, self.bpos, self.base = b"", 0, 0   # buf[0] is at file offset ``base``
+        self.kept = None             # keep(): the bytes taken since, for rewind() (a pipe)
+        self.kept_from = self.mark = 0
         try:
             self.seekable = f.seekable()
         except (AttributeError, OSError):
@@ -82,6 +88,9 @@ class _Stream:
         if have >= n:
             return True
         parts = [self.buf[self.bpos:]] if have else []
+        if self.kept is not None:       # kept for rewind(), without joining them again
+            self.kept.append(self.buf[self.kept_from:self.bpos])
+            self.kept_from = 0
         while have < n:
             # bounded reads: a damaged length must not become one huge allocation
             chunk = self.f.read(min(n - have if parts else max(n, CHUNK), MAX_READ))
@@ -92,6 +101,24 @@ class _Stream:
         self.base += self.bpos
         self.buf, self.bpos = b"".join(parts), 0
         return have >= n
+
+    def keep(self):
+        """Read on from here, then rewind() to here: a file seeks back, a pipe keeps the bytes."""
+        self.mark = self.pos
+        if not self.seekable:
+            self.kept, self.kept_from = [], self.bpos
+
+    def kept_bytes(self):
+        return self.pos - self.mark
+
+    def rewind(self):
+        """Back to where keep() was called: what was read since is read again."""
+        if self.kept is None:
+            self.goto(self.mark, "the records read ahead")
+            return
+        self.kept.append(self.buf[self.kept_from:])
+        self.buf, self.bpos, self.base = b"".join(self.kept), 0, self.mark
+        self.kept = None
 
     def read(self, n, what):
         at = self.pos
@@ -145,17 +172,17 @@ class PerfData:
 
     def __init__(self, f, path="perf.data"):
         self.path = path
-        self._s = _Stream(f, path)
+        self.stream = Stream(f, path)
         self._f = f
-        head = self._s.read(8, "magic") if self._s.fill(8) else None
+        head = self.stream.read(8, "magic") if self.stream.fill(8) else None
         if head is None:
             raise FormatError(path, 0, "empty file, not a perf.data")
         e = endian_of(head)
-        raw_size = self._s.read(8, "header size") if e is not None or head == MAGIC_V1 else None
+        raw_size = self.stream.read(8, "header size") if e is not None or head == MAGIC_V1 else None
         self.version = 2
         if e is None and raw_size is not None:       # "PERFFILE": the order is in the sizes
             self.version = 1
-            s = self._s
+            s = self.stream
             e = legacy_endian(raw_size, bytes(s.buf[s.bpos:s.bpos + 8]) if s.fill(8) else None)
             if e is None:
                 raise FormatError(path, 8, "legacy perf.data header (PERFFILE) whose sizes fit "
@@ -172,13 +199,14 @@ class PerfData:
         self.warning = None           # the header does not cover the records (see _data_bounds)
         self.features_end = None      # the id of a pipe's end-of-features mark, when seen
         self.auxtrace = AuxTrace()    # the AUX area trace the records carry (not decoded)
+        self.layouts_ahead = {}       # feed.layout_ahead's answers, by how far it read
         if self.pipe:
             self.data_start, self.data_end = PIPE_HEADER_SIZE, None
             return
         if size not in (HEADER_SIZE, HEADER_SIZE_NO_FEATURES):
             raise FormatError(path, 8, "header size %d is neither %d (file) nor %d (pipe)"
                               % (size, HEADER_SIZE, PIPE_HEADER_SIZE))
-        rest = self._s.read(size - 16, "file header")
+        rest = self.stream.read(size - 16, "file header")
         self.header = h = parse_header((head + raw_size + rest).ljust(HEADER_SIZE, b"\0"), e)
         self.data_start, self.data_end = h.data.offset, h.data.offset + h.data.size
         if h.attr_size < 16 + 64 or h.attr_size > 4096 or h.attrs.size % h.attr_size:
@@ -187,14 +215,14 @@ class PerfData:
         if h.data.offset < size:
             raise FormatError(path, 40, "data section at %#x overlaps the header" % h.data.offset)
         self._read_attrs(h)
-        if self._s.seekable:
+        if self.stream.seekable:
             try:
                 self._read_features(h)
             except FormatError as err:      # a cut file: its records still count, the
                 self.feature_error = err    # damage is reported where the records end
         self._data_bounds(h)
-        if self._s.seekable:
-            self._s.goto(self.data_start, "data section")
+        if self.stream.seekable:
+            self.stream.goto(self.data_start, "data section")
 
     def _data_bounds(self, h):
         """Where the records end when the header does not say it: perf record writes data.size
@@ -203,9 +231,9 @@ class PerfData:
         the header describes lies past the data (attrs, ids, or a feature table that reads),
         a data.size of 0, or one that ends before the file does, gets a warning and the
         records are read to the end of the file, as for a pipe."""
-        if self._meta_after_data or (h.features and self._s.seekable and self.feature_error is None):
+        if self._meta_after_data or (h.features and self.stream.seekable and self.feature_error is None):
             return                      # a finished file: what follows the data is described
-        size = self._s.size
+        size = self.stream.size
         if h.data.size == 0:
             self.warning = ("the header's data.size is 0 (perf record still writing, or killed): "
                             "reading the records to the end of the file")
@@ -223,7 +251,7 @@ class PerfData:
     @classmethod
     def open(cls, path):
         """Open a path, or '-' for standard input (pipe or file mode): a pipe or socket through
-        _Pipe, a file unbuffered (_Stream reads a CHUNK at a time itself; a BufferedReader on
+        _Pipe, a file unbuffered (Stream reads a CHUNK at a time itself; a BufferedReader on
         top cost 0.1-0.3 s of sys time on 590 MB)."""
         if path == "-":
             try:
@@ -252,11 +280,11 @@ class PerfData:
         """Bytes of a metadata region at an absolute offset (before the data on a pipe)."""
         if size > MAX_HEAD:
             raise FormatError(self.path, offset, "%s of %d bytes is implausibly large" % (what, size))
-        self._s.goto(offset, what)
-        return self._s.read(size, what)
+        self.stream.goto(offset, what)
+        return self.stream.read(size, what)
 
     def _read_attrs(self, h):
-        e, s = self.endian, self._s
+        e, s = self.endian, self.stream
         entries = []
         n = h.attrs.size // h.attr_size
         if not s.seekable:
@@ -329,7 +357,7 @@ class PerfData:
     # -- records -------------------------------------------------------------------------------
     def records(self):
         """Every record in file order; COMPRESSED containers are yielded, then their contents."""
-        s, e, path = self._s, self.endian, self.path
+        s, e, path = self.stream, self.endian, self.path
         unpack_hdr = struct.Struct(e + "IHH").unpack_from
         s.goto(self.data_start, "data section")
         end = self.data_end
@@ -337,7 +365,7 @@ class PerfData:
         note_types = _NOTE_TYPES
         containers = (C.PERF_RECORD_COMPRESSED, C.PERF_RECORD_COMPRESSED2)
         extra_types = (C.PERF_RECORD_AUXTRACE, C.PERF_RECORD_HEADER_TRACING_DATA)
-        note = self._note
+        note = self.note
         while True:
             # The fast path: the whole record is in the buffer (checks as in the slow path).
             buf, bpos = s.buf, s.bpos
@@ -352,7 +380,7 @@ class PerfData:
                     s.bpos = bpos + size
                     rec = Record(rtype, misc, buf[bpos:bpos + size], at)
             if rec is None:
-                rec = self._slow_record(s, at, end, unpack_hdr)
+                rec = self.slow_record(s, at, end, unpack_hdr)
                 if rec is None:
                     break                       # a pipe ends where its last record ends
                 rtype = rec.type
@@ -361,22 +389,47 @@ class PerfData:
             yield rec
             if rtype in containers:
                 if decomp is None:
-                    decomp = _Decompressor(path)
+                    decomp = Decompressor(path)
                 yield from decomp.feed(self, rec)
         if decomp is not None:
             decomp.finish(end if end is not None else s.pos)
-        self._features_after_data()
+        self.features_after_data()
 
-    def _features_after_data(self):
+    @contextlib.contextmanager
+    def ahead(self, max_bytes=MAX_AHEAD):
+        """The records from the start of the data section, read now and given back: after the
+        ``with`` the stream is at the data section's start again (a file seeks back; a pipe's
+        bytes are kept in memory, ``max_bytes`` at most: the records then end early) and the
+        metadata they carried went into a scratch copy, so the run reads and notes them as if
+        they had never been read. For what must be known before the run starts (the deferred
+        layout: feed.layout_ahead)."""
+        s = self.stream
+        s.goto(self.data_start, "data section")
+        saved = (self.evlist, self.features, self.features_end, self.feature_error, self.auxtrace)
+        self.evlist, self.features, self.auxtrace = self.evlist.copy(), dict(self.features), AuxTrace()
+        s.keep()
+
+        def records():
+            for rec in self.records():
+                yield rec
+                if s.kept is not None and s.kept_bytes() > max_bytes:
+                    return
+        try:
+            yield records()
+        finally:
+            self.evlist, self.features, self.features_end, self.feature_error, self.auxtrace = saved
+            s.rewind()
+
+    def features_after_data(self):
         """A file-mode perf.data through a pipe: its features come after the data section."""
-        if not self.pipe and not self._s.seekable and self.header.features and not self.features \
+        if not self.pipe and not self.stream.seekable and self.header.features and not self.features \
                 and self.warning is None:
             try:
                 self._read_features(self.header)
             except FormatError as err:
                 self.feature_error = err
 
-    def _slow_record(self, s, at, end, unpack_hdr):
+    def slow_record(self, s, at, end, unpack_hdr):
         """One record the careful way: refills, checks every size, reads the payload that
         follows AUXTRACE and HEADER_TRACING_DATA; None at the clean end of a pipe."""
         path, e = self.path, self.endian
@@ -408,7 +461,7 @@ class PerfData:
             extra = s.read((n + 7) & ~7, "tracing data")
         return Record(rtype, misc, data, at, extra)
 
-    def _note(self, rec):
+    def note(self, rec):
         """Metadata carried by records (pipe mode, and ID_INDEX/EVENT_UPDATE in file mode)."""
         t, e = rec.type, self.endian
         try:
@@ -458,7 +511,7 @@ def _zstd_backend(path):
                           "(pip install zstandard, or apt-get install python3-zstandard)") from None
 
 
-class _Decompressor:
+class Decompressor:
     """PERF_RECORD_COMPRESSED(2): one zstd stream for the session; records may straddle chunks.
 
         struct { header; char data[]; }                        /* COMPRESSED (81), deprecated */
@@ -509,7 +562,7 @@ class _Decompressor:
             if len(buf) - pos < size:
                 break
             inner = Record(rtype, misc, buf[pos:pos + size], rec.offset, inner=True)
-            reader._note(inner)
+            reader.note(inner)
             yield inner
             pos += size
         self.rest = buf[pos:]

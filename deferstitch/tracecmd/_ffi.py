@@ -471,10 +471,26 @@ class Handle:
         try:
             yield from w
         except pages.Damaged as err:
-            self.records = w.records
+            raise self.walked(err) from None
+        self.walked()
+
+    @property
+    def walker(self):
+        """Our page reader's walker over this buffer (pages.walker), or None: libtracecmd reads."""
+        return self._walk
+
+    def walker_cpus(self):
+        """The CPU number the records of each of the walker's CPUs carry, by its index."""
+        return [self._ids.get(i, i) for i in range(self.cpus)]
+
+    def walked(self, damaged=None):
+        """The walker went through this buffer elsewhere (the C feed, tracecmd/engine.py): its
+        count taken, and for ``damaged`` (pages.Damaged) the error iter_records would raise."""
+        self.records = self._walk.records
+        if damaged is not None:
             self._unchanged()
-            raise self._damaged(*err.args) from None
-        self.records = w.records
+            return self._damaged(*damaged.args)
+        return None
 
     def _spent(self, cpu):
         """The CPU gave every record the walk found good before its damage (or its end)."""

@@ -28,7 +28,7 @@ from ..errors import FormatError
 from ._ffi import (TEP_FIELD_IS_ARRAY, TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATIVE,
                    TEP_FIELD_IS_SIGNED, TEP_FIELD_IS_STRING)
 
-_INT = {1: "b", 2: "h", 4: "i", 8: "q"}
+INT_CODES = {1: "b", 2: "h", 4: "i", 8: "q"}
 TOP = "top"
 _NEEDED = object()  # Event.number() & co without a default: the field must be there         # the top buffer's name, as trace-cmd calls it (trace-split.c, "-B top")
 
@@ -66,7 +66,7 @@ class Field:
             self.count = 0      # a scalar
             self.elem = desc.size
         # a number at a fixed place: one struct call (Event.number), where the record holds it
-        code = _INT.get(self.elem)
+        code = INT_CODES.get(self.elem)
         self.unpack = None
         self.offset, self.end = desc.offset, desc.offset + desc.size
         if self.count == 0 and not self.dynamic and not self.is_string and code and desc.offset >= 0:
@@ -85,7 +85,7 @@ class Field:
 
     def read(self, data, endian):
         start, length = self.span(data, endian)
-        code = _INT.get(self.elem)
+        code = INT_CODES.get(self.elem)
         if code is not None and not self.is_string and 0 <= start and start + length <= len(data):
             # the common case in one struct call (same values as _num element by element)
             code = code if self.signed else code.upper()
@@ -109,7 +109,7 @@ def _struct(fmt):
 
 
 def _num(raw, size, signed, endian):
-    code = _INT.get(size)
+    code = INT_CODES.get(size)
     if code is None or len(raw) < size:
         return int.from_bytes(raw, "big" if endian == ">" else "little", signed=signed)
     return struct.unpack(endian + (code if signed else code.upper()), raw)[0]
@@ -217,7 +217,7 @@ class Event:
         n = max(0, min(count, (len(self.data) - start) // f.elem))
         if n == 0:                  # a record cut before the array: none of it
             return []
-        code = _INT.get(f.elem)
+        code = INT_CODES.get(f.elem)
         if code is not None and start >= 0:
             return list(_struct("%s%d%s" % (self.trace.endian, n, code if f.signed else code.upper()))
                         .unpack_from(self.data, start))

@@ -17,7 +17,7 @@ from collections import Counter
 from ..model import OUTCOME_KEYS, STITCHED, UNMATCHED, Sample
 from ..stitcher import DEFAULT_EXIT_GRACE, DEFAULT_MAX_PENDING
 from . import pages, reader
-from .bridge import TOP, Event, _INT
+from .bridge import TOP, Event, INT_CODES
 from ._ffi import TEP_FIELD_IS_RELATIVE
 
 # roles, slow() kinds, field kinds, modes: the enums of _tracefeed.c, in their order
@@ -47,9 +47,9 @@ class _NoType:
 
 def usable(trace):
     """The engine reads this file: built, allowed, our page reader walking every buffer."""
-    return (pages.available() and hasattr(pages._tracedat, "Feed") and pages.accel_allowed()
+    return (pages.available() and pages.Feed is not None and pages.accel_allowed()
             and os.environ.get("DEFERSTITCH_TRACE_FEED") != "python" and not trace.unreadable
-            and all(getattr(h, "_walk", None) is not None for h in trace.handles.values())
+            and all(getattr(h, "walker", None) is not None for h in trace.handles.values())
             and all(0 <= i <= MAX_TYPE_ID for i in trace.types))
 
 
@@ -84,7 +84,7 @@ def _spec(f):
         kind = F_SLOW
     elif f.is_string and d.offset >= 0:     # Field.read's string branch: a slice, cut at NUL
         kind = F_DYNSTRING if f.dynamic else F_STRING
-    elif f.is_string or _INT.get(f.elem) is None or d.offset < 0:
+    elif f.is_string or INT_CODES.get(f.elem) is None or d.offset < 0:
         kind = F_SLOW
     elif f.dynamic:
         kind = F_DYNAMIC
@@ -115,7 +115,7 @@ class EngineFeed:
         self.trace = trace
         self.on_sample, self.on_stitched = sample, stitched
         self.paths = {}
-        self.anomalies = Counter()      # what _slow's Python counts (FtraceFeed._inode)
+        self.anomalies = Counter()      # what _slow's Python counts (FtraceFeed.note_inode)
         self.report = reader.StitchReport()
         self.report.source = "ftrace"
         self._py = reader.FtraceFeed(long_size=trace.long_size)     # its field readers
@@ -124,8 +124,8 @@ class EngineFeed:
         types = _types(trace)
         mode = MODE_SAMPLES if sample else MODE_RESOLVED if stitched else MODE_NONE
         sink = self._samples if sample else self._stitched
-        walkers = [(h._walk, [h._ids.get(i, i) for i in range(h.cpus)]) for h in self._handles]
-        self._c = pages._tracedat.Feed(
+        walkers = [(h.walker, h.walker_cpus()) for h in self._handles]
+        self._c = pages.Feed(
             walkers, types, max(types, default=0), mode, sink, self._slow, self.paths,
             reader.NO_FILE, reader.ANON, self._unknown, max_pending, exit_grace)
         self._comm = trace.comm
@@ -139,12 +139,9 @@ class EngineFeed:
         try:
             self._c.run()
         except pages.Damaged as err:     # as Handle.iter_records says it, of its buffer
-            h = self._handles[self._c.failed]
-            h.records = h._walk.records
-            h._unchanged()
-            raise h._damaged(*err.args) from None
+            raise self._handles[self._c.failed].walked(err) from None
         for h in self._handles:
-            h.records = h._walk.records
+            h.walked()
         return self.finish()
 
     def finish(self):
@@ -164,12 +161,12 @@ class EngineFeed:
         ev = Event(t, t.types.get(type_id), ts, cpu, missed, pid, offset, data, t.comm(pid), TOP)
         py = self._py
         if kind == S_KERNEL:
-            return py._kernel(ev)
+            return py.kernel_frames(ev)
         if kind == S_COOKIE:
             return ev.number("cookie")
         if kind == S_UCALLERS:
             callers = ev.numbers("caller", None) or []
-            return tuple((None, a) for a in reader._trim(callers, py.no_vma))
+            return tuple((None, a) for a in reader.trim(callers, py.no_vma))
         if kind == S_TGID:
             return ev.number("tgid", None)
         if kind == S_STACK:
@@ -182,7 +179,7 @@ class EngineFeed:
         if kind == S_DEVS:
             return ev.numbers("dev", None)
         if kind == S_INODE:
-            py._inode(ev)
+            py.note_inode(ev)
             return None
         if kind == S_EXIT:
             return ev.number("pid", ev.pid)
@@ -230,13 +227,13 @@ class EngineFeed:
         rep.orphans = list(c["orphans"])
         comm = self._comm
         for tid, cpu, k, n in c["cells"]:
-            rep._cells[(tid, cpu, OUTCOME_KEYS[k])] = n
-            rep._comms[tid] = comm(tid)
+            rep.cells[(tid, cpu, OUTCOME_KEYS[k])] = n
+            rep.comms[tid] = comm(tid)
         events = Counter()
         for type_id, n in c["types"].items():
             events["%s:%s" % self.trace.types[type_id].key] += n
         if c["untyped"]:
-            events["%s:%s" % reader._NO_KEY] += c["untyped"]
+            events["%s:%s" % reader.NO_KEY] += c["untyped"]
         anomalies = Counter(self.anomalies)
         for name, n in zip(ANOMALIES, c["anomalies"]):
             if n:

@@ -79,3 +79,4 @@ def plan(handle):
 
 
 Damaged = _tracedat.Damaged if _tracedat is not None else None
+Feed = getattr(_tracedat, "Feed", None)         # the C feed (_tracefeed.c): tracecmd/engine.py

@@ -74,7 +74,7 @@ COOKIE = ("ftrace", "user_unwind_cookie")
 UNWIND_STACK = ("ftrace", "user_unwind_stack")
 INODE_CACHE = "inode_cache"                      # system and event name
 COMPANIONS = {KERNEL_STACK: "kernel", USER_STACK: "user_stack", COOKIE: "cookie"}
-_NO_KEY = (None, None)      # the (system, name) of an event with no format
+NO_KEY = (None, None)      # the (system, name) of an event with no format
 
 NO_VMA = (1 << 64) - 1           # inodes[i] == -1L: no VMA at that address (raw address kept)
 ANON = "[anon]"                  # inode 0: anonymous memory
@@ -182,7 +182,7 @@ class FtraceFeed:
     def event(self, ev):
         """One event, in the order trace-cmd report prints them (time order across CPUs)."""
         t = ev.type
-        key = t.key if t is not None else _NO_KEY
+        key = t.key if t is not None else NO_KEY
         self.counts[key] += 1
         if t is None:               # a format that did not parse, or a damaged type id
             self.anomalies["events of a type with no event format"] += 1
@@ -210,20 +210,20 @@ class FtraceFeed:
                 self.anomalies["%s without its event" % ev.name] += 1
                 return
             if role == "kernel":
-                p.kernel = self._kernel(ev)
+                p.kernel = self.kernel_frames(ev)
                 return
             if role == "cookie":
                 p.cookie = ev.number("cookie")
             else:
                 callers = ev.numbers("caller", None) or []
-                p.user_stack = tuple((None, a) for a in _trim(callers, self.no_vma))
+                p.user_stack = tuple((None, a) for a in trim(callers, self.no_vma))
                 p.tgid = ev.number("tgid", None)
             self._close(cpu, p)             # the user part is written last: p is complete
             return
         if key == UNWIND_STACK:
             self._unwind_stack(ev, buf, st)
         elif ev.system == INODE_CACHE:
-            self._inode(ev)
+            self.note_inode(ev)
         else:
             q = self.open.setdefault(cpu, [])
             q.append(Pending(ev))
@@ -372,16 +372,18 @@ class FtraceFeed:
                 for p in [p for p in q if p.ev.pid == pid]:
                     self._close(cpu, p)
 
-    def _kernel(self, ev):
+    def kernel_frames(self, ev):
+        """The kernel frames of a kernel_stack event (also the C feed's, through EngineFeed._slow)."""
         f = ev.type.fields.get("size")
         size = ev.number("size") if f is not None and f.unpack is not None else ev.get("size")
         if isinstance(size, int) and size >= 0 and "caller" in ev:
             callers = ev.array("caller", size)
         else:
             callers = ev.numbers("caller", None) or []
-        return tuple(_trim(callers, self.no_vma))
+        return tuple(trim(callers, self.no_vma))
 
-    def _inode(self, ev):
+    def note_inode(self, ev):
+        """An inode_cache event: its path under (inode or hash, dev) in ``paths``."""
         key = ev.number("inode", ev.number("hash", None))
         if key is None:
             self.anomalies["inode_cache without inode or hash"] += 1
@@ -462,7 +464,7 @@ class FtraceFeed:
         self.head = i
 
 
-def _trim(callers, no_vma):
+def trim(callers, no_vma):
     """Stack entries up to the first 0 or ULONG_MAX (ftrace's end markers)."""
     out = []
     for a in callers:
