@@ -1,4 +1,4 @@
-"""``report`` and ``trace report`` on damaged input (issue 11 item 7): the tables or the JSON of
+"""``report`` and ``trace report`` on damaged input: the tables or the JSON of
 what was read before the damage, marked incomplete with where it stopped, then the one-line
 error and exit status 2 — as folded, script and stitch already write their good part."""
 import json
