@@ -2,7 +2,7 @@
 
 No released kernel emits them (the series "tracing: Deferred unwinding of user space stack
 traces" v6, Aug 2025, is not merged), so the tests make their own files, with the v6 event
-formats exactly as that series defines them (as the series' patches define them), and check that
+formats exactly as that series' patches define them, and check that
 the real ``trace-cmd report`` reads them.
 
     python3 tests/tracecmd_synth.py OUT.dat [deferred|variant|userstack]
