@@ -16,7 +16,8 @@ $(VENV)/.made:
 	$(VPY) -m pip install -q --upgrade pip
 	touch $@
 
-$(VENV)/.installed: $(VENV)/.made setup.py deferstitch/_accel.c deferstitch/_tracedat.c deferstitch/_tracefeed.c deferstitch/_tracedat.h
+$(VENV)/.installed: $(VENV)/.made setup.py deferstitch/_accel.c deferstitch/_tracedat.c deferstitch/_tracefeed.c deferstitch/_tracedat.h \
+		deferstitch/_stitchcore.h deferstitch/_twin.h
 	$(VPY) -m pip install -q -e .
 	$(VPY) setup.py -q build_ext --inplace 2>/dev/null; $(VPY) -c "import deferstitch._accel" 2>/dev/null || \
 	  echo "make: the C engine was not built (gcc and python3-dev?): the Python path runs"

@@ -2,13 +2,16 @@ from setuptools import Extension, find_packages, setup
 
 # The optional C engine (deferstitch/_accel.c): the stitch pipeline's per-record work for the
 # common perf.data. Without a compiler the build goes on and deferstitch uses its Python path.
-ACCEL = Extension("deferstitch._accel", ["deferstitch/_accel.c"], optional=True,
+# The cookie rules (deferstitch/_stitchcore.h) and the numbers shared with the Python modules
+# (deferstitch/_twin.h) are one source that both C extensions include.
+CORE = ["deferstitch/_stitchcore.h", "deferstitch/_twin.h"]
+ACCEL = Extension("deferstitch._accel", ["deferstitch/_accel.c"], depends=CORE, optional=True,
                   extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-missing-braces"])
 # The trace.dat page reader (deferstitch/_tracedat.c): trace commands read the ring-buffer pages
 # themselves, each checked, and _tracefeed.c stitches one-buffer files on them; without it they
 # go through libtracecmd and the Python feed (tracecmd/bridge.py, reader.py).
 TRACEDAT = Extension("deferstitch._tracedat", ["deferstitch/_tracedat.c", "deferstitch/_tracefeed.c"],
-                     depends=["deferstitch/_tracedat.h"], optional=True,
+                     depends=["deferstitch/_tracedat.h"] + CORE, optional=True,
                      extra_compile_args=["-O2", "-std=gnu11", "-Wall"])
 
 setup(

@@ -5,8 +5,12 @@
  * The rules are the Python modules', step for step, and the Python modules stay their
  * definition: perfdata/reader.py (framing), perfdata/sorter.py (order), perfdata/feed.py (the
  * feed and its FIFO), stitcher.py (the cookie rules, drawn there), report.py (the counts).
- * perfdata/engine.py drives this engine; tests/test_accel.py checks that both give the same
- * bytes, reports and stacks on every capture, on random streams and on damaged files.
+ * The cookie rules themselves are _stitchcore.h's, which the trace.dat feed (_tracefeed.c)
+ * shares: this file gives them its samples, stacks and tasks (the callbacks in "the stitcher"
+ * below) and keeps the report's cells and lists; the outcome keys, KEEP_FIRST and the modes
+ * are _twin.h's. perfdata/engine.py drives this engine; tests/test_accel.py checks that both
+ * give the same bytes, reports and stacks on every capture, on random streams and on damaged
+ * files.
  *
  * The engine never decides anything about damage, and never starts over. It frames the
  * ordinary records straight from the reader's buffer and stops before anything else (a record
@@ -45,6 +49,13 @@
 #include <string.h>
 #include <unistd.h>
 
+/* the stitcher: _stitchcore.h's rules over this engine's samples, stacks and tasks */
+typedef struct Engine Engine;
+#define SC_TID int64_t
+#define SC_COOKIE uint64_t
+#define SC_CTX Engine
+#include "_stitchcore.h"      /* and _twin.h: the outcome keys, KEEP_FIRST, the modes */
+
 /* uapi record types (include/uapi/linux/perf_event.h, tools/lib/perf/include/perf/event.h) */
 #define T_MMAP 1
 #define T_LOST 2
@@ -72,14 +83,8 @@
 #define CTX_USER ((uint64_t)-512)
 #define CTX_MAX ((uint64_t)-4095)
 
-enum { MODE_FILE = 0, MODE_EVENTS = 1, MODE_NONE = 2, MODE_ORDERED = 3, MODE_COUNTED = 5, MODE_CHAINS = 6,
-       MODE_OUTCOMES = 7 };
 #define COUNTED(e) ((e)->mode == MODE_COUNTED || (e)->mode == MODE_CHAINS)
 #define EVENTS(e) ((e)->mode != MODE_FILE && (e)->mode != MODE_NONE && (e)->mode != MODE_OUTCOMES)
-/* outcome / reason keys, in the order of model.py: STITCHED, PASSED, then REASONS */
-enum { K_STITCHED, K_PASSED, K_LOST, K_LOST_AFTER, K_EXITED, K_ENDED, K_EVICTED, K_NO_TASK, NKEYS };
-#define PENDING (-1)
-#define KEEP_FIRST 20
 #define POOL_CLASSES 1025          /* rclass(0xFFFF) + 1 */
 #define POOL_MAX ((size_t)64 << 20)
 
@@ -88,8 +93,6 @@ static PyObject *Limit;
 static inline uint64_t rd64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 static inline uint32_t rd32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static inline uint16_t rd16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
-/* a counter fed by the input's own u64 counts saturates, as stitcher.py's does (U64_MAX) */
-static inline void add_sat(uint64_t *c, uint64_t n) { *c = n > UINT64_MAX - *c ? UINT64_MAX : *c + n; }
 
 /* ---- records, samples, stacks, tasks ---------------------------------------------------- */
 typedef struct Rec {
@@ -101,34 +104,25 @@ typedef struct Rec {
 } Rec;
 
 typedef struct Stack {
-    uint64_t cookie, time, served;
-    int has_time, refs;
+    ScStack sc;                             /* cookie, time, served: the rules' */
+    int refs;                               /* the stitcher's and each stitched sample's */
     uint32_t n;
     uint64_t frames[];
 } Stack;
 
 typedef struct Samp {
+    ScSamp sc;                              /* tid, time, cookie, outcome, ...: the rules' */
     Rec *rec;
-    int64_t tid, pid, cpu;
-    uint64_t time, period, cookie, lost_seq;
-    int has_tid, has_pid, has_cpu, has_time, has_period, has_cookie;
-    int entry, outcome, after_stack;
+    int64_t pid, cpu;
+    uint64_t period;
+    int has_tid, has_pid, has_cpu, has_period;
+    int entry;
     uint64_t seq;                           /* the sample's number: MODE_ORDERED names it twice */
     uint32_t chain_off, chain_end, knr;     /* kernel part: the first knr ips of the chain */
     Stack *user;
     PyObject *comm;
-    struct Samp *tnext;                     /* the task's pending queue, oldest first */
-    struct Samp *oprev, *onext;             /* every pending sample, oldest first (eviction) */
+    struct Samp *pool_next;                 /* the free list (samp_alloc) */
 } Samp;
-
-typedef struct Task {
-    int64_t tid;
-    Samp *phead, *ptail;
-    uint64_t npend;
-    Stack *stack;
-    struct Task *pprev, *pnext;             /* tasks with pending samples: stitcher.pending order */
-    struct Task *sprev, *snext;             /* tasks with a stack: stitcher.stacks order */
-} Task;
 
 /* ---- a u64 -> pointer map: linear probing, backward-shift deletion ----------------------- */
 typedef struct { uint64_t key; void *val; } Slot;
@@ -217,13 +211,12 @@ typedef struct {
     uint64_t count, period, tmin, tmax, after;
 } Agg;
 typedef struct { Rec *rec; Samp *s; } FItem;
-typedef struct { uint64_t time; int64_t tid; } Exited;
 typedef struct { uint64_t time, cookie; int64_t tid; int has_time, has_tid, reason; } Noted;
 
-typedef struct {
+struct Engine {
     PyObject_HEAD
     int mode;
-    uint64_t max_pending, window, exit_grace, max_queued;
+    uint64_t window, max_queued;
     unsigned char keep[65536];
     PyObject *note_cb, *decompress_cb, *record_cls, *decode_cb, *format_error;
     /* plan */
@@ -247,14 +240,9 @@ typedef struct {
     FItem *fifo; size_t fhead, flen, fcap;
     uint64_t deferred_without_tid;
     /* stitcher */
-    Map tasks;
-    Task *p_first, *p_last, *s_first, *s_last;
-    Samp *o_first, *o_last;
-    uint64_t npending, lost_seq;
-    Exited *ex; size_t exhead, exlen, excap;
-    /* report */
-    uint64_t samples, stitched, after_stack, passed, unmatched[NKEYS], deferred_records,
-             duplicates, orphans, dropped_frames, lost_records, lost_events, max_pending_seen;
+    ScStitcher sc;
+    Map tasks;                  /* tid -> ScTask (only while something waits or it has a stack) */
+    /* report: the rules' counts are in sc */
     Noted first_unmatched[KEEP_FIRST]; int nfirst;
     Noted orphan_list[KEEP_FIRST]; int norphan;
     Cell *cells; size_t ncells, ccap;
@@ -277,13 +265,13 @@ typedef struct {
     /* pools: freed records and samples, reused (records by size class of 64 bytes) */
     Rec *rpool[POOL_CLASSES]; size_t rpool_bytes;
     Samp *spool;
-} Engine;
+};
 
 /* ---- pools for queued records and samples ------------------------------------------------
  * Every record the sorter or the hold-back FIFO holds is a copy, freed a little later, and each
  * sample has its Samp: millions of malloc/free pairs of a few sizes, a fifth of `stitch` in
  * glibc's bins. Freed ones go to a free list (records per 64-byte size class, linked through
- * ``obj``; samples through ``tnext``) and are taken again first; at most POOL_MAX bytes of
+ * ``obj``; samples through ``pool_next``) and are taken again first; at most POOL_MAX bytes of
  * records are kept, so a burst of one size does not hold memory another size cannot use. */
 static inline size_t rclass(uint32_t size) { return ((size_t)size + 63) >> 6; }
 
@@ -314,7 +302,7 @@ static void rec_free(Engine *e, Rec *r) {
 static Samp *samp_alloc(Engine *e) {
     Samp *s = e->spool;
     if (!s) return calloc(1, sizeof(Samp));
-    e->spool = s->tnext;
+    e->spool = s->pool_next;
     memset(s, 0, sizeof(*s));
     return s;
 }
@@ -323,7 +311,7 @@ static void pools_free(Engine *e) {
     for (size_t c = 0; c < POOL_CLASSES; c++)
         while (e->rpool[c]) { Rec *r = e->rpool[c]; e->rpool[c] = (Rec *)r->obj; free(r); }
     e->rpool_bytes = 0;
-    while (e->spool) { Samp *s = e->spool; e->spool = s->tnext; free(s); }
+    while (e->spool) { Samp *s = e->spool; e->spool = s->pool_next; free(s); }
 }
 
 /* A limit of the engine's (not damage): Limit(offset, message); engine.py makes it the error. */
@@ -420,262 +408,46 @@ static int entry_of_trailer(Engine *e, Rec *r) {
 
 /* ---- forward declarations ---------------------------------------------------------------- */
 static int feed_record(Engine *e, Rec *r);
-static int emit(Engine *e, Samp *s);
 static int drain(Engine *e);
 static PyObject *make_record(Engine *e, Rec *r);
-static int evict_oldest(Engine *e);
 
-/* ---- the stitcher (stitcher.py) -------------------------------------------------------- */
+/* ---- the stitcher: _stitchcore.h's callbacks ------------------------------------------------
+ * Tasks live in e->tasks while something waits or they have a stack; a stack is shared by the
+ * stitcher and each sample stitched with it (refs). */
 static void stack_put(Stack *st) { if (st && --st->refs == 0) free(st); }
 
-static Task *task_get(Engine *e, int64_t tid) { return map_get(&e->tasks, (uint64_t)tid); }
+static ScTask *sc_task_get(Engine *e, int64_t tid) { return map_get(&e->tasks, (uint64_t)tid); }
 
-static Task *task_make(Engine *e, int64_t tid) {
-    Task *t = task_get(e, tid);
-    if (t) return t;
-    t = calloc(1, sizeof(Task));
+static ScTask *sc_task_new(Engine *e, int64_t tid) {
+    ScTask *t = calloc(1, sizeof(ScTask));
     if (!t || map_put(&e->tasks, (uint64_t)tid, t) < 0) { free(t); PyErr_NoMemory(); return NULL; }
     t->tid = tid;
     return t;
 }
 
-static void task_maybe_free(Engine *e, Task *t) {
-    if (t->npend == 0 && t->stack == NULL) {
-        map_del(&e->tasks, (uint64_t)t->tid);
-        free(t);
-    }
+static void sc_task_idle(Engine *e, ScTask *t) {
+    map_del(&e->tasks, (uint64_t)t->tid);
+    free(t);
 }
 
-static void plist_remove(Engine *e, Task *t) {
-    if (t->pprev) t->pprev->pnext = t->pnext; else e->p_first = t->pnext;
-    if (t->pnext) t->pnext->pprev = t->pprev; else e->p_last = t->pprev;
-    t->pprev = t->pnext = NULL;
+static void sc_stack_drop(Engine *e, ScStack *k) { stack_put((Stack *)k); }
+
+static void sc_attach(Engine *e, ScSamp *s, ScStack *k) {
+    ((Samp *)s)->user = (Stack *)k;
+    ((Stack *)k)->refs++;
 }
 
-static void slist_remove(Engine *e, Task *t) {
-    if (t->sprev) t->sprev->snext = t->snext; else e->s_first = t->snext;
-    if (t->snext) t->snext->sprev = t->sprev; else e->s_last = t->sprev;
-    t->sprev = t->snext = NULL;
-}
-
-static void order_remove(Engine *e, Samp *s) {
-    if (s->oprev) s->oprev->onext = s->onext; else e->o_first = s->onext;
-    if (s->onext) s->onext->oprev = s->oprev; else e->o_last = s->oprev;
-    s->oprev = s->onext = NULL;
-}
-
-/* Take a task's whole pending queue (stitcher.pending.pop). */
-static Samp *take_pending(Engine *e, Task *t) {
-    Samp *q = t->phead;
-    if (!q) return NULL;
-    plist_remove(e, t);
-    e->npending -= t->npend;
-    t->phead = t->ptail = NULL;
-    t->npend = 0;
-    for (Samp *s = q; s; s = s->tnext) order_remove(e, s);
-    return q;
-}
-
-static int stitch(Engine *e, Samp *s, Stack *st) {
-    s->outcome = K_STITCHED;
-    s->user = st; st->refs++;
-    return emit(e, s);
-}
-
-static int unmatched(Engine *e, Samp *s, int reason) {
-    s->outcome = reason;
-    return emit(e, s);
-}
-
-static void retire(Engine *e, int64_t tid, Stack *st) {
-    if (st->served == 0) {
-        e->orphans++;
-        if (e->norphan < KEEP_FIRST) {
-            Noted *o = &e->orphan_list[e->norphan++];
-            o->time = st->time; o->has_time = st->has_time; o->tid = tid; o->has_tid = 1;
-            o->cookie = st->cookie;
-        }
-    }
-}
-
-static int exited_now(Engine *e, int64_t tid) {
-    Task *t = task_get(e, tid);
-    if (!t) return 0;
-    Samp *q = take_pending(e, t), *next;
-    for (Samp *s = q; s; s = next) {
-        next = s->tnext; s->tnext = NULL;
-        if (unmatched(e, s, K_EXITED) < 0) return -1;
-    }
-    if (t->stack) {
-        slist_remove(e, t);
-        retire(e, tid, t->stack);
-        stack_put(t->stack);
-        t->stack = NULL;
-    }
-    task_maybe_free(e, t);
-    return 0;
-}
-
-static int expire(Engine *e, int has_now, uint64_t now) {
-    if (!has_now || now < e->exit_grace) return 0;     /* limit < 0: nothing has expired */
-    uint64_t limit = now - e->exit_grace;
-    while (e->exlen && e->ex[e->exhead].time <= limit) {
-        int64_t tid = e->ex[e->exhead].tid;
-        e->exhead++; e->exlen--;
-        if (exited_now(e, tid) < 0) return -1;
+static int sc_orphan(Engine *e, int64_t tid, ScStack *k) {
+    if (e->norphan < KEEP_FIRST) {
+        Noted *o = &e->orphan_list[e->norphan++];
+        o->time = k->time; o->has_time = k->has_time; o->tid = tid; o->has_tid = 1;
+        o->cookie = k->cookie;
     }
     return 0;
 }
 
-static int st_sample(Engine *e, Samp *s) {
-    e->samples++;
-    if (e->exlen && expire(e, s->has_time, s->time) < 0) return -1;
-    if (!s->has_cookie) {
-        s->outcome = K_PASSED;
-        return emit(e, s);
-    }
-    Task *t = task_get(e, s->tid);
-    if (t && t->stack && t->stack->cookie == s->cookie) {
-        s->after_stack = 1;
-        t->stack->served++;
-        return stitch(e, s, t->stack);
-    }
-    s->lost_seq = e->lost_seq;
-    if (!t && !(t = task_make(e, s->tid))) return -1;
-    if (!t->phead) {
-        t->pprev = e->p_last; t->pnext = NULL;
-        if (e->p_last) e->p_last->pnext = t; else e->p_first = t;
-        e->p_last = t;
-        t->phead = s;
-    } else {
-        t->ptail->tnext = s;
-    }
-    t->ptail = s; t->npend++;
-    s->oprev = e->o_last; s->onext = NULL;
-    if (e->o_last) e->o_last->onext = s; else e->o_first = s;
-    e->o_last = s;
-    e->npending++;
-    if (e->npending > e->max_pending_seen) e->max_pending_seen = e->npending;
-    if (e->npending > e->max_pending && evict_oldest(e) < 0) return -1;
-    return 0;
-}
-
-static int evict_oldest(Engine *e) {
-    Samp *s = e->o_first;
-    if (!s) return 0;
-    order_remove(e, s);
-    Task *t = task_get(e, s->tid);
-    t->phead = s->tnext;            /* per-task queues are oldest first too */
-    if (!t->phead) t->ptail = NULL;
-    s->tnext = NULL;
-    t->npend--;
-    if (t->npend == 0) { plist_remove(e, t); }
-    e->npending--;
-    int rc = unmatched(e, s, K_EVICTED);
-    task_maybe_free(e, t);
-    return rc;
-}
-
-static int st_deferred(Engine *e, int64_t tid, uint64_t cookie, int has_time, uint64_t time,
-                       const unsigned char *ips, uint64_t n, uint64_t nframes, uint64_t dropped) {
-    e->deferred_records++;
-    e->dropped_frames += dropped;
-    if (e->exlen && expire(e, has_time, time) < 0) return -1;
-    Task *t = task_get(e, tid);
-    Stack *prev = t ? t->stack : NULL;
-    if (prev && prev->cookie == cookie) { e->duplicates++; return 0; }
-    Stack *st = malloc(sizeof(Stack) + 8 * nframes);
-    if (!st) { PyErr_NoMemory(); return -1; }
-    st->cookie = cookie; st->time = time; st->has_time = has_time; st->served = 0; st->refs = 1;
-    st->n = (uint32_t)nframes;
-    for (uint64_t i = 0, j = 0; i < n; i++) {
-        uint64_t ip = rd64(ips + 8 * i);
-        if (ip < CTX_MAX) st->frames[j++] = ip;
-    }
-    if (!t && !(t = task_make(e, tid))) { free(st); return -1; }
-    if (prev) {
-        retire(e, tid, prev);
-        stack_put(prev);
-    } else {
-        t->sprev = e->s_last; t->snext = NULL;
-        if (e->s_last) e->s_last->snext = t; else e->s_first = t;
-        e->s_last = t;
-    }
-    t->stack = st;
-    Samp *q = take_pending(e, t), *next;
-    for (Samp *s = q; s; s = next) {
-        next = s->tnext; s->tnext = NULL;
-        int rc;
-        if (s->cookie == cookie) { st->served++; rc = stitch(e, s, st); }
-        else rc = unmatched(e, s, e->lost_seq > s->lost_seq ? K_LOST_AFTER : K_LOST);
-        if (rc < 0) return -1;
-    }
-    return 0;
-}
-
-static int st_exit(Engine *e, int64_t tid, uint64_t time) {
-    if (!e->exit_grace) return exited_now(e, tid);
-    if (e->exhead + e->exlen == e->excap) {
-        if (e->exhead) {
-            memmove(e->ex, e->ex + e->exhead, e->exlen * sizeof(Exited));
-            e->exhead = 0;
-        } else {
-            size_t c = e->excap ? 2 * e->excap : 64;
-            Exited *n = realloc(e->ex, c * sizeof(Exited));
-            if (!n) { PyErr_NoMemory(); return -1; }
-            e->ex = n; e->excap = c;
-        }
-    }
-    e->ex[e->exhead + e->exlen].time = time;
-    e->ex[e->exhead + e->exlen].tid = tid;
-    e->exlen++;
-    return 0;
-}
-
-static int st_reuse(Engine *e, int64_t tid) {
-    for (size_t i = 0; i < e->exlen; i++) {
-        if (e->ex[e->exhead + i].tid == tid) {
-            memmove(e->ex + e->exhead + i, e->ex + e->exhead + i + 1, (e->exlen - i - 1) * sizeof(Exited));
-            e->exlen--;
-            return exited_now(e, tid);
-        }
-    }
-    return 0;
-}
-
-static int st_finish(Engine *e) {
-    while (e->exlen) {
-        int64_t tid = e->ex[e->exhead].tid;
-        e->exhead++; e->exlen--;
-        if (exited_now(e, tid) < 0) return -1;
-    }
-    for (Task *t = e->p_first; t; t = t->pnext)
-        for (Samp *s = t->phead; s; s = s->tnext)
-            if (unmatched(e, s, K_ENDED) < 0) return -1;
-    Task *t = e->p_first, *tn;
-    while (t) {
-        tn = t->pnext;
-        Samp *s = t->phead, *sn;
-        while (s) { sn = s->tnext; s->tnext = s->oprev = s->onext = NULL; s = sn; }
-        t->phead = t->ptail = NULL; t->npend = 0; t->pprev = t->pnext = NULL;
-        t = tn;
-    }
-    e->p_first = e->p_last = NULL;
-    e->o_first = e->o_last = NULL;
-    e->npending = 0;
-    for (t = e->s_first; t; t = t->snext) retire(e, t->tid, t->stack);
-    t = e->s_first;
-    while (t) {
-        tn = t->snext;
-        stack_put(t->stack); t->stack = NULL; t->sprev = t->snext = NULL;
-        t = tn;
-    }
-    e->s_first = e->s_last = NULL;
-    for (size_t i = 0; i < e->tasks.cap; i++)
-        if (e->tasks.s[i].val) { free(e->tasks.s[i].val); e->tasks.s[i].val = NULL; }
-    e->tasks.n = 0;
-    return 0;
-}
+/* stitcher.lost_reason: lost records while it waited, or not */
+static int sc_lost_reason(Engine *e, ScTask *t, ScSamp *s, uint64_t time, int reason) { return reason; }
 
 /* ---- the report (report.py: StitchReport.count) --------------------------------------- */
 static inline uint64_t cell_key(int64_t tid, int64_t cpu, int tid_none, int cpu_none) {
@@ -685,12 +457,12 @@ static inline uint64_t cell_key(int64_t tid, int64_t cpu, int tid_none, int cpu_
 
 static Cell *cell_of(Engine *e, Samp *s) {
     int tn = !s->has_tid, cn = !s->has_cpu;
-    uint64_t key = cell_key(s->tid, s->cpu, tn, cn);
+    uint64_t key = cell_key(s->sc.tid, s->cpu, tn, cn);
     size_t mask = e->cellmap.cap - 1, i = hash64(key) & mask;
     while (e->cellmap.s[i].val) {          /* key collisions are resolved by comparing the cell */
         Cell *c = &e->cells[(intptr_t)e->cellmap.s[i].val - 1];
         if (e->cellmap.s[i].key == key && c->tid_none == tn && c->cpu_none == cn
-                && (tn || c->tid == s->tid) && (cn || c->cpu == s->cpu))
+                && (tn || c->tid == s->sc.tid) && (cn || c->cpu == s->cpu))
             return c;
         i = (i + 1) & mask;
     }
@@ -702,7 +474,7 @@ static Cell *cell_of(Engine *e, Samp *s) {
     }
     Cell *c = &e->cells[e->ncells++];
     memset(c, 0, sizeof(*c));
-    c->tid = tn ? 0 : s->tid; c->cpu = cn ? 0 : s->cpu; c->tid_none = tn; c->cpu_none = cn;
+    c->tid = tn ? 0 : s->sc.tid; c->cpu = cn ? 0 : s->cpu; c->tid_none = tn; c->cpu_none = cn;
     if (2 * (e->cellmap.n + 1) > e->cellmap.cap) {       /* rebuild the index at twice the size */
         free(e->cellmap.s);
         if (map_init(&e->cellmap, e->cellmap.cap * 2) < 0) { PyErr_NoMemory(); return NULL; }
@@ -723,7 +495,7 @@ static Cell *cell_of(Engine *e, Samp *s) {
 
 static PyObject *sample_ips(Samp *s) {
     const unsigned char *chain = s->rec->data + s->chain_off + 8;
-    uint32_t n = 0, cap = s->knr + (s->outcome == K_STITCHED ? s->user->n : 0);
+    uint32_t n = 0, cap = s->knr + (s->sc.outcome == K_STITCHED ? s->user->n : 0);
     PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)8 * cap);
     if (!b) return NULL;
     char *p = PyBytes_AS_STRING(b);
@@ -731,7 +503,7 @@ static PyObject *sample_ips(Samp *s) {
         uint64_t ip = rd64(chain + 8 * i);
         if (ip < CTX_MAX) { memcpy(p + 8 * n, &ip, 8); n++; }
     }
-    if (s->outcome == K_STITCHED) {
+    if (s->sc.outcome == K_STITCHED) {
         memcpy(p + 8 * n, s->user->frames, 8 * (size_t)s->user->n);
         n += s->user->n;
     }
@@ -787,7 +559,7 @@ static int count_sample(Engine *e, Samp *s, int k) {
         memcpy(ips + n, s->user->frames, 8 * (size_t)s->user->n);
         n += s->user->n;
     }
-    uint64_t h = mix(mix(mix(mix(14695981039346656037ULL, (uint64_t)s->pid), (uint64_t)s->tid),
+    uint64_t h = mix(mix(mix(mix(14695981039346656037ULL, (uint64_t)s->pid), (uint64_t)s->sc.tid),
                          (uint64_t)(uintptr_t)s->comm), ((uint64_t)s->entry << 8) | (uint64_t)k);
     for (size_t i = 0; i < n; i++) h = mix(h, ips[i]);
     if (2 * (e->nagg + 1) > e->acap) {          /* grow the slots, re-place every aggregate */
@@ -807,7 +579,7 @@ static int count_sample(Engine *e, Samp *s, int k) {
         Agg *x = &e->aggs[e->aslot[p] - 1];
         if (x->hash == h && x->n == n && x->comm == s->comm && x->entry == s->entry && x->key == k
                 && x->has_pid == s->has_pid && x->has_tid == s->has_tid
-                && (!x->has_pid || x->pid == s->pid) && (!x->has_tid || x->tid == s->tid)
+                && (!x->has_pid || x->pid == s->pid) && (!x->has_tid || x->tid == s->sc.tid)
                 && !memcmp(x->ips, ips, 8 * n)) { a = x; break; }
     }
     if (a && s->has_period && s->period > UINT64_MAX - a->period) {   /* keep sums exact: flush */
@@ -827,17 +599,17 @@ static int count_sample(Engine *e, Samp *s, int k) {
         if (!a->ips) { PyErr_NoMemory(); return -1; }
         memcpy(a->ips, ips, 8 * n);
         a->n = (uint32_t)n; a->hash = h;
-        a->pid = s->pid; a->tid = s->tid; a->has_pid = s->has_pid; a->has_tid = s->has_tid;
+        a->pid = s->pid; a->tid = s->sc.tid; a->has_pid = s->has_pid; a->has_tid = s->has_tid;
         a->entry = s->entry; a->key = k; a->has_period = s->has_period;
         a->comm = s->comm; Py_XINCREF(a->comm);
         e->aslot[p] = ++e->nagg;
     }
     a->count++;
-    a->after += s->after_stack;
+    a->after += s->sc.after_stack;
     if (s->has_period) a->period += s->period;
-    if (s->has_time) {
-        if (!a->has_time || s->time < a->tmin) a->tmin = s->time;
-        if (!a->has_time || s->time > a->tmax) a->tmax = s->time;
+    if (s->sc.has_time) {
+        if (!a->has_time || s->sc.time < a->tmin) a->tmin = s->sc.time;
+        if (!a->has_time || s->sc.time > a->tmax) a->tmax = s->sc.time;
         a->has_time = 1;
     }
     return 0;
@@ -851,17 +623,15 @@ static PyObject *own_ip(Engine *e, Samp *s) {
     return PyLong_FromUnsignedLongLong(rd64(s->rec->data + L->ip_off));
 }
 
-static int emit(Engine *e, Samp *s) {
-    int k = s->outcome;
-    if (k == K_STITCHED) { e->stitched++; if (s->after_stack) e->after_stack++; }
-    else if (k == K_PASSED) e->passed++;
-    else {
-        e->unmatched[k]++;
-        if (e->nfirst < KEEP_FIRST) {
-            Noted *u = &e->first_unmatched[e->nfirst++];
-            u->time = s->time; u->has_time = s->has_time; u->tid = s->tid; u->has_tid = s->has_tid;
-            u->cookie = s->cookie; u->reason = k;
-        }
+/* A sample's outcome is final (the rules counted it): the report's lists and cells, then the
+ * mode's output (the sample itself goes to the output in turn: the FIFO, drain()) */
+static int sc_emit(Engine *e, ScSamp *ss) {
+    Samp *s = (Samp *)ss;
+    int k = ss->outcome;
+    if (k != K_STITCHED && k != K_PASSED && e->nfirst < KEEP_FIRST) {
+        Noted *u = &e->first_unmatched[e->nfirst++];
+        u->time = ss->time; u->has_time = ss->has_time; u->tid = ss->tid; u->has_tid = s->has_tid;
+        u->cookie = ss->cookie; u->reason = k;
     }
     Cell *c = cell_of(e, s);
     if (!c) return -1;
@@ -877,12 +647,12 @@ static int emit(Engine *e, Samp *s) {
         PyObject *ips = sample_ips(s);
         if (!ips) return -1;
         PyObject *t = e->mode == MODE_EVENTS     /* (folded needs no more, and it is per sample) */
-            ? Py_BuildValue("(NNONNi)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
+            ? Py_BuildValue("(NNONNi)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->sc.tid),
                             s->comm ? s->comm : Py_None, ips, opt_u64(s->has_period, s->period), s->entry)
-            : Py_BuildValue("(NNONNiNNKN)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->tid),
+            : Py_BuildValue("(NNONNiNNKN)", opt_i64(s->has_pid, s->pid), opt_i64(s->has_tid, s->sc.tid),
                             s->comm ? s->comm : Py_None, ips,
                             opt_u64(s->has_period, s->period), s->entry,
-                            opt_i64(s->has_cpu, s->cpu), opt_u64(s->has_time, s->time),
+                            opt_i64(s->has_cpu, s->cpu), opt_u64(s->sc.has_time, s->sc.time),
                             (unsigned long long)s->seq, own_ip(e, s));
         if (!t || PyList_Append(e->events, t) < 0) { Py_XDECREF(t); return -1; }
         Py_DECREF(t);
@@ -895,7 +665,7 @@ static void samp_free(Engine *e, Samp *s) {
     Py_XDECREF(s->comm);
     stack_put(s->user);
     rec_free(e, s->rec);
-    s->tnext = e->spool;
+    s->pool_next = e->spool;
     e->spool = s;
 }
 
@@ -952,19 +722,19 @@ static int out_sample(Engine *e, Samp *s) {
         Py_XDECREF(n);
     }
     if (e->mode == MODE_OUTCOMES) {         /* the sample, in time order, as the timeline needs it */
-        PyObject *t = Py_BuildValue("(NNNOi)", opt_u64(s->has_time, s->time), opt_i64(s->has_cpu, s->cpu),
-                                    opt_i64(s->has_tid, s->tid), s->comm ? s->comm : Py_None, s->outcome);
+        PyObject *t = Py_BuildValue("(NNNOi)", opt_u64(s->sc.has_time, s->sc.time), opt_i64(s->has_cpu, s->cpu),
+                                    opt_i64(s->has_tid, s->sc.tid), s->comm ? s->comm : Py_None, s->sc.outcome);
         rc = (!t || PyList_Append(e->events, t) < 0) ? -1 : 0;
         Py_XDECREF(t);
     }
     if (e->mode == MODE_FILE) {
         Rec *r = s->rec;
-        if (s->outcome == K_PASSED) {
+        if (s->sc.outcome == K_PASSED) {
             rc = out_put(e, r->data, r->size);
         } else {
             /* the user frames that fit the u16 record size, innermost first (user_room) */
             size_t base = s->chain_off + 8 + 8 * (size_t)s->knr + (r->size - s->chain_end);
-            uint64_t keep = s->outcome == K_STITCHED ? (uint64_t)s->user->n : 0;
+            uint64_t keep = s->sc.outcome == K_STITCHED ? (uint64_t)s->user->n : 0;
             uint64_t room = base < 0xFFFF ? (0xFFFF - base) / 8 : 0;
             if (keep && keep + 1 > room) {
                 uint64_t fit = room > 1 ? room - 1 : 0;
@@ -1018,7 +788,7 @@ static int drain(Engine *e) {
     while (e->flen) {
         FItem *it = &e->fifo[e->fhead];
         if (it->s) {
-            if (it->s->outcome == PENDING) return 0;
+            if (it->s->sc.outcome == SC_PENDING) return 0;
             Samp *s = it->s;
             e->fhead = (e->fhead + 1) % e->fcap; e->flen--;
             if (out_sample(e, s) < 0) return -1;
@@ -1035,7 +805,7 @@ static int push(Engine *e, Rec *r) {
     if (!e->flen) return out_record(e, r);
     if (fifo_append(e, r, NULL) < 0) { rec_free(e, r); return -1; }
     if (e->flen > e->window) {
-        if (evict_oldest(e) < 0) return -1;
+        if (sc_evict_oldest(&e->sc) < 0) return -1;
         return drain(e);
     }
     return 0;
@@ -1097,8 +867,8 @@ static int python_sample(Engine *e, Samp *s) {
     for (int i = 0; i < 8; i++)
         if (get_opt(t, i, &has[i], &v[i]) < 0) { Py_DECREF(t); return -1; }
     Py_DECREF(t);
-    s->has_pid = has[0]; s->pid = (int64_t)v[0]; s->has_tid = has[1]; s->tid = (int64_t)v[1];
-    s->has_cpu = has[2]; s->cpu = (int64_t)v[2]; s->has_time = has[3]; s->time = v[3];
+    s->has_pid = has[0]; s->pid = (int64_t)v[0]; s->has_tid = has[1]; s->sc.tid = (int64_t)v[1];
+    s->has_cpu = has[2]; s->cpu = (int64_t)v[2]; s->sc.has_time = has[3]; s->sc.time = v[3];
     s->has_period = has[4]; s->period = v[4];
     s->chain_off = s->chain_end = has[5] ? (uint32_t)v[5] : 0;
     if (has[5]) s->chain_end = (uint32_t)v[6];
@@ -1113,17 +883,17 @@ static int do_sample(Engine *e, Rec *r) {
     Samp *s = samp_alloc(e);
     if (!s) { rec_free(e, r); PyErr_NoMemory(); return -1; }
     const unsigned char *d = r->data;
-    s->rec = r; s->outcome = PENDING;
+    s->rec = r; s->sc.outcome = SC_PENDING;
     int chain = 0;
     if (L && L->simple && (uint32_t)L->prefix_end <= size
             && (!L->has_chain || ((uint32_t)L->prefix_end + 8 <= size
                                   && rd64(d + L->prefix_end) <= (size - L->prefix_end - 8) / 8))) {
         s->entry = ent;
         if (L->tid_off >= 0) {
-            s->pid = (int32_t)rd32(d + L->tid_off); s->tid = (int32_t)rd32(d + L->tid_off + 4);
+            s->pid = (int32_t)rd32(d + L->tid_off); s->sc.tid = (int32_t)rd32(d + L->tid_off + 4);
             s->has_pid = s->has_tid = 1;
         }
-        if (L->time_off >= 0) { s->time = rd64(d + L->time_off); s->has_time = 1; }
+        if (L->time_off >= 0) { s->sc.time = rd64(d + L->time_off); s->sc.has_time = 1; }
         if (L->cpu_off >= 0) { s->cpu = rd32(d + L->cpu_off); s->has_cpu = 1; }
         if (L->period_off >= 0) { s->period = rd64(d + L->period_off); s->has_period = 1; }
         uint32_t off = (uint32_t)L->prefix_end;
@@ -1140,8 +910,8 @@ static int do_sample(Engine *e, Rec *r) {
         uint64_t nr = (s->chain_end - off - 8) / 8;
         s->knr = (uint32_t)nr;
         if (nr >= 2 && rd64(d + off + 8 + 8 * (nr - 2)) == CTX_DEFERRED) {
-            s->cookie = rd64(d + off + 8 + 8 * (nr - 1));
-            s->has_cookie = 1;
+            s->sc.cookie = rd64(d + off + 8 + 8 * (nr - 1));
+            s->sc.has_cookie = 1;
             e->cookie_seen = 1;
             s->knr = (uint32_t)nr - 2;
         } else if (nr >= 1 && rd64(d + off + 8 * nr) == CTX_DEFERRED) {
@@ -1163,15 +933,14 @@ static int do_sample(Engine *e, Rec *r) {
         }
     }
     if (s->has_tid) {
-        PyObject *c = map_get(&e->comm_of, (uint64_t)s->tid);
+        PyObject *c = map_get(&e->comm_of, (uint64_t)s->sc.tid);
         Py_XINCREF(c);
         s->comm = c;
     }
     if (fifo_append(e, NULL, s) < 0) { samp_free(e, s); return -1; }
-    if (s->has_cookie && (!s->has_tid || !s->has_time)) {     /* perf cannot match these either */
-        e->samples++;
-        if (unmatched(e, s, K_NO_TASK) < 0) return -1;
-    } else if (st_sample(e, s) < 0) return -1;
+    if (s->sc.has_cookie && (!s->has_tid || !s->sc.has_time)) {     /* perf cannot match these either */
+        if (sc_reject(&e->sc, &s->sc, K_NO_TASK) < 0) return -1;
+    } else if (sc_sample(&e->sc, &s->sc) < 0) return -1;
     return drain(e);
 }
 
@@ -1195,7 +964,17 @@ static int do_deferred(Engine *e, Rec *r) {
     uint64_t dropped = nr - frames - (nr && rd64(ips) == CTX_USER ? 1 : 0);
     int rc = 0;
     if (!has_tid) e->deferred_without_tid++;
-    else rc = st_deferred(e, tid, cookie, has_time, time, ips, nr, frames, dropped);
+    else {                      /* the stack: the user frames, without the context markers */
+        Stack *st = malloc(sizeof(Stack) + 8 * frames);
+        if (!st) { rec_free(e, r); PyErr_NoMemory(); return -1; }
+        st->sc.cookie = cookie; st->sc.time = time; st->sc.has_time = has_time; st->sc.served = 0;
+        st->refs = 1; st->n = (uint32_t)frames;
+        for (uint64_t i = 0, j = 0; i < nr; i++) {
+            uint64_t ip = rd64(ips + 8 * i);
+            if (ip < CTX_MAX) st->frames[j++] = ip;
+        }
+        rc = sc_deferred(&e->sc, tid, &st->sc, dropped);
+    }
     rec_free(e, r);
     if (rc < 0) return -1;
     return has_tid ? drain(e) : 0;
@@ -1253,24 +1032,24 @@ static int feed_record(Engine *e, Rec *r) {
         int64_t tid = (int32_t)rd32(r->data + 16);
         uint64_t time = rd64(r->data + 24);
         if (push(e, r) < 0) return -1;
-        if (st_exit(e, tid, time) < 0) return -1;
+        if (sc_exit(&e->sc, tid, time) < 0) return -1;
         return drain(e);
     }
     case T_FORK: {
         if (r->size < 32) DAMAGED(e, r);
         int64_t tid = (int32_t)rd32(r->data + 16), ptid = (int32_t)rd32(r->data + 20);
-        if (st_reuse(e, tid) < 0) { rec_free(e, r); return -1; }
+        if (sc_reuse(&e->sc, tid) < 0) { rec_free(e, r); return -1; }
         PyObject *c = map_get(&e->comm_of, (uint64_t)ptid);
         if (c && comm_set(e, tid, c) < 0) { rec_free(e, r); return -1; }
         break;
     }
     case T_LOST:
         if (r->size < 24) DAMAGED(e, r);
-        e->lost_seq++; e->lost_records++; add_sat(&e->lost_events, rd64(r->data + 16));
+        sc_lost(&e->sc, rd64(r->data + 16));
         break;
     case T_LOST_SAMPLES:
         if (r->size < 16) DAMAGED(e, r);
-        e->lost_seq++; e->lost_records++; add_sat(&e->lost_events, rd64(r->data + 8));
+        sc_lost(&e->sc, rd64(r->data + 8));
         break;
     }
     return push(e, r);
@@ -1553,7 +1332,7 @@ static int flush_sorter(Engine *e) {
 static int end_stitch(Engine *e) {
     while (q_len(e)) rec_free(e, q_pop(e));       /* left in the sorter by a damaged record */
     e->finished = 1;
-    return st_finish(e) < 0 || drain(e) < 0 ? -1 : 0;
+    return sc_finish(&e->sc) < 0 || drain(e) < 0 ? -1 : 0;
 }
 
 /* A step failed. On damage (FormatError) deliver what came before it as the Python path does:
@@ -1657,7 +1436,7 @@ static PyObject *Engine_sunk(Engine *e, PyObject *noarg) {
 
 /* progress(): (records fed, samples) so far, for the progress line */
 static PyObject *Engine_progress(Engine *e, PyObject *noarg) {
-    return Py_BuildValue("(KK)", (unsigned long long)e->nrecords, (unsigned long long)e->samples);
+    return Py_BuildValue("(KK)", (unsigned long long)e->nrecords, (unsigned long long)e->sc.samples);
 }
 
 /* leftover(): (bytes of a record cut at the end of the compressed stream, container offset) */
@@ -1708,14 +1487,14 @@ static PyObject *Engine_state(Engine *e, PyObject *noarg) {
         Py_DECREF(t);
     }
     PyObject *unm = PyTuple_New(NKEYS);
-    for (int k = 0; unm && k < NKEYS; k++) PyTuple_SET_ITEM(unm, k, PyLong_FromUnsignedLongLong(e->unmatched[k]));
+    for (int k = 0; unm && k < NKEYS; k++) PyTuple_SET_ITEM(unm, k, PyLong_FromUnsignedLongLong(e->sc.unmatched[k]));
     return Py_BuildValue(
         "{s:K,s:K,s:K,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:O,s:O}",
-        "samples", e->samples, "stitched", e->stitched, "stitched_after_stack", e->after_stack,
-        "passed", e->passed, "unmatched", unm, "deferred_records", e->deferred_records,
-        "duplicate_deferred", e->duplicates, "orphan_deferred", e->orphans,
-        "dropped_frames", e->dropped_frames, "lost_records", e->lost_records,
-        "lost_events", e->lost_events, "max_pending", e->max_pending_seen,
+        "samples", e->sc.samples, "stitched", e->sc.stitched, "stitched_after_stack", e->sc.after_stack,
+        "passed", e->sc.passed, "unmatched", unm, "deferred_records", e->sc.deferred_records,
+        "duplicate_deferred", e->sc.duplicates, "orphan_deferred", e->sc.orphans,
+        "dropped_frames", e->sc.dropped_frames, "lost_records", e->sc.lost_records,
+        "lost_events", e->sc.lost_events, "max_pending", e->sc.max_pending_seen,
         "first_unmatched", noted_list(e->first_unmatched, e->nfirst, 1),
         "orphans", noted_list(e->orphan_list, e->norphan, 0),
         "cells", cells, "counts", u64_dict(e->counts), "dropped", u64_dict(e->dropped),
@@ -1743,7 +1522,8 @@ static int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
     memcpy(e->keep, keep.buf, 65536);
     PyBuffer_Release(&keep);
     e->out_fd = -1;
-    e->max_pending = mp; e->window = win; e->exit_grace = grace; e->max_queued = mq;
+    sc_init(&e->sc, e, mp, grace);
+    e->window = win; e->max_queued = mq;
     Py_INCREF(note_cb); Py_INCREF(dec_cb); Py_INCREF(decode_cb); Py_INCREF(rec_cls); Py_INCREF(ferr);
     e->note_cb = note_cb; e->decompress_cb = dec_cb; e->decode_cb = decode_cb; e->record_cls = rec_cls;
     e->format_error = ferr;
@@ -1780,10 +1560,10 @@ static void Engine_dealloc(Engine *e) {
     }
     if (e->tasks.s)
         for (size_t i = 0; i < e->tasks.cap; i++)
-            if (e->tasks.s[i].val) { Task *t = e->tasks.s[i].val; stack_put(t->stack); free(t); }
+            if (e->tasks.s[i].val) { ScTask *t = e->tasks.s[i].val; stack_put((Stack *)t->stack); free(t); }
     for (size_t i = 0; i < e->ncells; i++) Py_XDECREF(e->cells[i].comm);
     free(e->tasks.s); free(e->by_id.s); free(e->cellmap.s); free(e->cells); free(e->lay);
-    free(e->zin); free(e->heap); free(e->run); free(e->fifo); free(e->ex); free(e->out);
+    free(e->zin); free(e->heap); free(e->run); free(e->fifo); sc_free(&e->sc); free(e->out);
     for (size_t i = 0; i < e->nagg; i++) { Py_XDECREF(e->aggs[i].comm); free(e->aggs[i].ips); }
     free(e->aggs); free(e->aslot); free(e->scratch);
     pools_free(e);
@@ -1838,7 +1618,7 @@ PyMODINIT_FUNC PyInit__accel(void) {
     Limit = PyErr_NewException("deferstitch._accel.Limit", NULL, NULL);
     Py_INCREF(&EngineType);
     if (PyModule_AddObject(m, "Engine", (PyObject *)&EngineType) < 0 ||
-        PyModule_AddObject(m, "Limit", Limit) < 0)
+        PyModule_AddObject(m, "Limit", Limit) < 0 || twin_export(m) < 0)
         return NULL;
     PyModule_AddIntConstant(m, "MODE_FILE", MODE_FILE);
     PyModule_AddIntConstant(m, "MODE_EVENTS", MODE_EVENTS);

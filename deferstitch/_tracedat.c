@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "_tracedat.h"
+#include "_twin.h"          /* the numbers shared with the Python modules, exported below */
 
 static PyObject *Damaged;
 
@@ -384,7 +385,10 @@ PyMODINIT_FUNC PyInit__tracedat(void) {
     Py_INCREF(feed);
     if (!Damaged || PyModule_AddObject(m, "Walker", (PyObject *)&WalkerType) < 0 ||
         PyModule_AddObject(m, "Feed", feed) < 0 ||
-        PyModule_AddObject(m, "Damaged", Damaged) < 0) {
+        PyModule_AddObject(m, "Damaged", Damaged) < 0 || twin_export(m) < 0 ||
+        PyModule_AddIntConstant(m, "FEED_MODE_NONE", FEED_MODE_NONE) < 0 ||
+        PyModule_AddIntConstant(m, "FEED_MODE_SAMPLES", FEED_MODE_SAMPLES) < 0 ||
+        PyModule_AddIntConstant(m, "FEED_MODE_RESOLVED", FEED_MODE_RESOLVED) < 0) {
         Py_DECREF(m);
         return NULL;
     }

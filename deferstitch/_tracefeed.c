@@ -1,5 +1,8 @@
-/* deferstitch._tracedat.Feed: tracecmd/reader.py's FtraceFeed and stitcher.py's cookie rules,
- * step for step, on the page walkers (_tracedat.c) of a trace.dat's buffers.
+/* deferstitch._tracedat.Feed: tracecmd/reader.py's FtraceFeed, step for step, on the page
+ * walkers (_tracedat.c) of a trace.dat's buffers, with stitcher.py's cookie rules from
+ * _stitchcore.h (shared with the perf.data engine, _accel.c): one stitcher per buffer, fed
+ * the samples this file closes and the stacks it reads; its callbacks ("the stitcher" below)
+ * narrow a lost stack's reason by the CPUs' loss windows as the reader does.
  *
  *   buffer 0 Walker -> head -.                        per buffer: its CPUs' open events,
  *   buffer 1 Walker -> head --+-> earliest head --->  its stitcher, its loss windows  --> FIFO
@@ -24,33 +27,40 @@
 
 typedef __int128 I128;
 
+/* the stitcher: _stitchcore.h's rules, one stitcher per buffer (FtraceFeed._BufferStitcher) */
+typedef struct Buf Buf;
+typedef struct Feed Feed;
+#define SC_TID I128
+#define SC_COOKIE I128
+#define SC_CTX Buf
+#include "_stitchcore.h"      /* and _twin.h: the outcome keys, KEEP_FIRST, the modes */
+
 enum { R_PLAIN, R_KERNEL, R_COOKIE, R_USTACK, R_UNWIND, R_INODE, R_EXIT, R_FORK };
 /* slow(kind, record): what Python reads where C does not (engine.py SLOW, same order) */
 enum { S_KERNEL, S_COOKIE, S_UCALLERS, S_TGID, S_STACK, S_KEYS, S_DEVS, S_INODE, S_EXIT, S_FORK };
 /* field specs: absent, Python's, a number at a fixed place, a static array, a __data_loc array,
  * a string (char[N] or __data_loc char[]) */
 enum { F_ABSENT, F_SLOW, F_SCALAR, F_STATIC, F_DYNAMIC, F_STRING, F_DYNSTRING };
-/* model.OUTCOME_KEYS */
-enum { K_STITCHED, K_PASSED, K_LOST, K_LOST_AFTER, K_EXITED, K_ENDED, K_EVICTED, NKEYS };
 /* the anomalies counted here (engine.py ANOMALIES, same order) */
 enum { A_NOTYPE, A_NOCOUNT, A_KS_ALONE, A_COOKIE_ALONE, A_USTACK_ALONE, A_NO_INODE, A_NO_KEY,
        NANOM };
-enum { MODE_NONE, MODE_SAMPLES, MODE_RESOLVED };
 #define MAX_NEST 4
 #define MAX_ENTRIES 64
-#define KEEP_FIRST 20
 #define BATCH 2048
 
 typedef struct { int kind, off, size, elem, sign, rel; } Spec;
 typedef struct { int role; Spec f[4]; } TypeInfo;
 
-typedef struct Stk { I128 cookie; uint64_t time; long long served; PyObject *frames; } Stk;
+typedef struct Stk {
+    ScStack sc;                         /* cookie, time, served: the rules' */
+    PyObject *frames;
+} Stk;
 
 typedef struct Smp {
-    struct Smp *qnext;
-    I128 tid, pid, cookie;
-    int cpu, type, buf, has_cookie, outcome, after, in_order, handed;
-    uint64_t ts, seq, lost_seq;
+    ScSamp sc;                          /* tid, time, cookie, outcome, ...: the rules' */
+    I128 pid;
+    int cpu, type;
+    uint64_t seq;
     PyObject *kernel, *user;            /* tuples (owned); user NULL: none */
 } Smp;
 
@@ -72,13 +82,9 @@ typedef struct {
 typedef struct { I128 cookie; uint64_t first; } Entry;
 
 typedef struct Task {
-    I128 tid;
-    Smp *qhead, *qtail;
-    long long nq;
-    uint64_t pstamp, sstamp;            /* insertion order of pending[tid] and stacks[tid] */
-    Stk *stack;
-    int nent;
-    Entry ent[MAX_ENTRIES + 1];
+    ScTask sc;                          /* what waits, its stack: the rules' */
+    int nent;                           /* its last kernel entries (FtraceFeed._entry): kept */
+    Entry ent[MAX_ENTRIES + 1];         /* while the feed runs, as the Python feed's dict */
 } Task;
 
 typedef struct { I128 key; void *val; int used; } Slot;
@@ -86,7 +92,6 @@ typedef struct { Slot *s; size_t cap, n; } Map;
 
 typedef struct { I128 tid; int cpu, key; long long n; } Cell;
 typedef struct { uint64_t b, a; int has_a; } Window;
-typedef struct { uint64_t time; I128 tid; } Exited;
 
 /* a record as walker_next hands it out: copied, the walker already at the CPU's next one */
 typedef struct {
@@ -102,29 +107,24 @@ typedef struct {
 
 /* one trace buffer (the top one, or a -B instance): its stitcher (FtraceFeed._BufferStitcher)
  * and its share of the report (_BufferCounts) */
-typedef struct {
+struct Buf {
+    Feed *f;
     Walker *w;
     int nst, npeek;
     CpuSt *st;                          /* by walker CPU (the first of its id) */
     int *st_of;                         /* walker CPU index -> st index */
     int *peek_ids;                      /* peek(cpu) for cpu in range(cpus): the walker CPU id */
-    Map tasks;
-    Smp **order;
-    size_t ohead, olen, ocap;
-    Exited *ex;
-    size_t exhead, exlen, excap;
+    ScStitcher sc;                      /* its counts: the buffer's share of the report */
+    Map tasks;                          /* tid -> Task */
     Window *win;
     size_t nwin, wcap, prune_at;
-    long long npending;
-    uint64_t lost_seq;
-    unsigned long long samples, stitched, after, passed, unmatched[NKEYS], stacks, lost_records;
-    unsigned __int128 lost_events;
+    unsigned __int128 lost_events;      /* exact (the report's total saturates: sc's) */
     int has_head;                       /* its next record, taken (heapq.merge holds it) */
     Rec head;
     unsigned char *head_data;
-} Buf;
+};
 
-typedef struct {
+struct Feed {
     PyObject_HEAD
     PyObject *walkers;
     PyObject *sink, *slow, *paths, *no_file, *anon, *unknown_path;
@@ -136,20 +136,16 @@ typedef struct {
     uint64_t stamp;
     Smp **fifo;
     size_t fhead, flen, fcap;
-    long long max_pending, max_pending_seen;
-    I128 exit_grace;
     uint64_t seq;
-    /* the report */
-    unsigned long long samples, stitched, after, passed, unmatched[NKEYS];
-    unsigned long long deferred, duplicate, orphans_n, lost_records, lost_events;
+    /* the report: the stitchers' counts are the buffers' (b->sc) */
     unsigned long long anom[NANOM];
     PyObject *first_unmatched, *orphans, *batch;
     Cell *cells;
     size_t ncells, ccap;
     Map cellmap;
-    PyObject *last_frames;              /* MODE_RESOLVED: the batch's last (frames, n) */
+    PyObject *last_frames;              /* FEED_MODE_RESOLVED: the batch's last (frames, n) */
     int finished;
-} Feed;
+};
 
 /* ---- small things ------------------------------------------------------------------------ */
 static PyObject *num(I128 v) {
@@ -248,7 +244,7 @@ static Task *task(Buf *b, I128 tid) {
     t = PyMem_Calloc(1, sizeof(Task));
     if (!t)
         return PyErr_NoMemory(), NULL;
-    t->tid = tid;
+    t->sc.tid = tid;
     if (map_put(&b->tasks, tid, t) < 0) {
         PyMem_Free(t);
         return NULL;
@@ -394,46 +390,33 @@ static size_t cell_hash(I128 tid, int cpu, int key) {
     return hkey(tid * 1000003 + (I128)cpu * 131 + key);
 }
 
+/* a sample's outcome, counted by the rules (its buffer's sc): the report's list and cells */
 static int count(Feed *f, Smp *s) {
-    int key = s->outcome;
-    Buf *b = &f->bufs[s->buf];
-    b->samples++;
-    if (key == K_STITCHED) {
-        f->stitched++;
-        f->after += s->after;
-        b->stitched++;
-        b->after += s->after;
-    } else if (key == K_PASSED) {
-        f->passed++;
-        b->passed++;
-    } else {
-        f->unmatched[key]++;
-        b->unmatched[key]++;
-        if (PyList_GET_SIZE(f->first_unmatched) < KEEP_FIRST) {
-            int none = !s->has_cookie || s->cookie == -1;    /* model.NO_COOKIE */
-            PyObject *t = Py_BuildValue("(KNNi)", (unsigned long long)s->ts, num(s->tid),
-                                        none ? (Py_INCREF(Py_None), Py_None) : num(s->cookie), key);
-            if (!t || PyList_Append(f->first_unmatched, t) < 0) {
-                Py_XDECREF(t);
-                return -1;
-            }
-            Py_DECREF(t);
+    int key = s->sc.outcome;
+    if (key != K_STITCHED && key != K_PASSED && PyList_GET_SIZE(f->first_unmatched) < KEEP_FIRST) {
+        int none = !s->sc.has_cookie || s->sc.cookie == -1;    /* model.NO_COOKIE */
+        PyObject *t = Py_BuildValue("(KNNi)", (unsigned long long)s->sc.time, num(s->sc.tid),
+                                    none ? (Py_INCREF(Py_None), Py_None) : num(s->sc.cookie), key);
+        if (!t || PyList_Append(f->first_unmatched, t) < 0) {
+            Py_XDECREF(t);
+            return -1;
         }
+        Py_DECREF(t);
     }
     /* cells: (tid, cpu, key) -> n, in first-seen order (the report's views) */
     Map *m = &f->cellmap;
-    I128 h = (I128)cell_hash(s->tid, s->cpu, key);
+    I128 h = (I128)cell_hash(s->sc.tid, s->cpu, key);
     if (m->cap)
         for (size_t j = hkey(h) & (m->cap - 1); m->s[j].used; j = (j + 1) & (m->cap - 1)) {
             Cell *c = &f->cells[(size_t)m->s[j].val - 1];
-            if (m->s[j].key == h && c->tid == s->tid && c->cpu == s->cpu && c->key == key) {
+            if (m->s[j].key == h && c->tid == s->sc.tid && c->cpu == s->cpu && c->key == key) {
                 c->n++;
                 return 0;
             }
         }
     if (grow((void **)&f->cells, &f->ccap, f->ncells + 1, sizeof(Cell)) < 0)
         return -1;
-    f->cells[f->ncells] = (Cell){s->tid, s->cpu, key, 1};
+    f->cells[f->ncells] = (Cell){s->sc.tid, s->cpu, key, 1};
     f->ncells++;
     /* a hash may repeat: map_put probes past equal keys */
     if ((m->n + 1) * 2 > m->cap && map_grow(m) < 0)
@@ -480,7 +463,7 @@ static int batch_add(Feed *f, PyObject *item) {
 static int emit(Feed *f, Smp *s) {
     if (count(f, s) < 0)
         return -1;
-    if (f->mode != MODE_RESOLVED || s->outcome != K_STITCHED)
+    if (f->mode != FEED_MODE_RESOLVED || s->sc.outcome != K_STITCHED)
         return 0;
     PyObject *lf = f->last_frames;
     if (lf && PyList_GET_ITEM(lf, 0) == s->user) {
@@ -498,38 +481,13 @@ static int emit(Feed *f, Smp *s) {
     return batch_add(f, item);
 }
 
-/* ---- the stitcher (stitcher.py, cookie rules) ------------------------------------------- */
+/* ---- the stitcher: _stitchcore.h's callbacks ------------------------------------------------
+ * A buffer's tasks stay in its map while the feed runs: their kernel entries (FtraceFeed._entry)
+ * outlive what waits. A stack's frames are a tuple, shared with each sample stitched with it. */
 static void smp_free(Smp *s) {
     Py_XDECREF(s->kernel);
     Py_XDECREF(s->user);
     PyMem_Free(s);
-}
-
-static int resolve(Feed *f, Smp *s, int key) {
-    s->outcome = key;
-    return emit(f, s);
-}
-
-static int stitch(Feed *f, Smp *s, Stk *st) {
-    Py_INCREF(st->frames);
-    Py_XSETREF(s->user, st->frames);
-    return resolve(f, s, K_STITCHED);
-}
-
-static int retire(Feed *f, I128 tid, Stk *st) {
-    if (st->served == 0) {
-        f->orphans_n++;
-        if (PyList_GET_SIZE(f->orphans) < KEEP_FIRST) {
-            PyObject *t = Py_BuildValue("(KNN)", (unsigned long long)st->time, num(tid),
-                                        num(st->cookie));
-            if (!t || PyList_Append(f->orphans, t) < 0) {
-                Py_XDECREF(t);
-                return -1;
-            }
-            Py_DECREF(t);
-        }
-    }
-    return 0;
 }
 
 static void stk_free(Stk *st) {
@@ -539,141 +497,44 @@ static void stk_free(Stk *st) {
     }
 }
 
-/* pending.pop(tid): the task's queue, detached */
-static Smp *take_queue(Buf *b, Task *t) {
-    Smp *q = t->qhead;
-    b->npending -= t->nq;
-    t->qhead = t->qtail = NULL;
-    t->nq = 0;
-    t->pstamp = 0;
-    return q;
-}
-
-static int exited_now(Feed *f, Buf *b, I128 tid) {  /* Stitcher._exited */
+static ScTask *sc_task_get(Buf *b, I128 tid) {
     Task *t = map_get(&b->tasks, tid);
-    if (!t)
-        return 0;
-    for (Smp *s = take_queue(b, t), *nx; s; s = nx) {
-        nx = s->qnext;
-        if (resolve(f, s, K_EXITED) < 0)
+    return t ? &t->sc : NULL;
+}
+
+static ScTask *sc_task_new(Buf *b, I128 tid) {
+    Task *t = task(b, tid);
+    return t ? &t->sc : NULL;
+}
+
+static void sc_task_idle(Buf *b, ScTask *t) {}
+
+static void sc_stack_drop(Buf *b, ScStack *k) { stk_free((Stk *)k); }
+
+static void sc_attach(Buf *b, ScSamp *s, ScStack *k) {
+    PyObject *frames = ((Stk *)k)->frames;
+    Py_INCREF(frames);
+    Py_XSETREF(((Smp *)s)->user, frames);
+}
+
+static int sc_emit(Buf *b, ScSamp *s) { return emit(b->f, (Smp *)s); }
+
+static int sc_orphan(Buf *b, I128 tid, ScStack *k) {
+    Feed *f = b->f;
+    if (PyList_GET_SIZE(f->orphans) < KEEP_FIRST) {
+        PyObject *t = Py_BuildValue("(KNN)", (unsigned long long)k->time, num(tid), num(k->cookie));
+        if (!t || PyList_Append(f->orphans, t) < 0) {
+            Py_XDECREF(t);
             return -1;
-    }
-    if (t->stack) {
-        Stk *st = t->stack;
-        t->stack = NULL;
-        t->sstamp = 0;
-        int r = retire(f, tid, st);
-        stk_free(st);
-        if (r < 0)
-            return -1;
+        }
+        Py_DECREF(t);
     }
     return 0;
-}
-
-static int expire(Feed *f, Buf *b, uint64_t now) {
-    I128 limit = (I128)now - f->exit_grace;
-    while (b->exlen && (I128)b->ex[b->exhead].time <= limit) {
-        I128 tid = b->ex[b->exhead].tid;
-        b->exhead++;
-        b->exlen--;
-        if (exited_now(f, b, tid) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-static void order_drop(Feed *f, Smp *s) {           /* out of the eviction order */
-    s->in_order = 0;
-    if (s->handed)
-        smp_free(s);
-}
-
-static int evict_oldest(Feed *f, Buf *b) {
-    while (b->olen && b->order[b->ohead]->outcome >= 0) {
-        order_drop(f, b->order[b->ohead]);
-        b->ohead++;
-        b->olen--;
-    }
-    if (!b->olen)
-        return 0;
-    Smp *s = b->order[b->ohead];
-    b->ohead++;
-    b->olen--;
-    s->in_order = 0;
-    Task *t = map_get(&b->tasks, s->tid);
-    if (t && t->qhead == s) {
-        t->qhead = s->qnext;
-        t->nq--;
-        if (!t->qhead) {
-            t->qtail = NULL;
-            t->pstamp = 0;
-        }
-    }
-    b->npending--;
-    return resolve(f, s, K_EVICTED);
-}
-
-static int wait_stack(Feed *f, Buf *b, Task *t, Smp *s) {
-    s->lost_seq = b->lost_seq;
-    s->qnext = NULL;
-    if (t->qtail)
-        t->qtail->qnext = s;
-    else {
-        t->qhead = s;
-        t->pstamp = ++f->stamp;
-    }
-    t->qtail = s;
-    t->nq++;
-    if (b->ohead + b->olen == b->ocap) {          /* room at the end: compact or grow */
-        if (b->ohead) {
-            memmove(b->order, b->order + b->ohead, b->olen * sizeof(Smp *));
-            b->ohead = 0;
-        }
-        if (b->olen == b->ocap && grow((void **)&b->order, &b->ocap, b->olen + 1, sizeof(Smp *)) < 0)
-            return -1;
-    }
-    b->order[b->ohead + b->olen++] = s;
-    s->in_order = 1;
-    b->npending++;
-    if ((long long)b->olen > 2 * b->npending + 4096) {    /* drop resolved entries */
-        size_t k = 0;
-        for (size_t i = 0; i < b->olen; i++) {
-            Smp *x = b->order[b->ohead + i];
-            if (x->outcome < 0)
-                b->order[k++] = x;
-            else
-                order_drop(f, x);
-        }
-        b->ohead = 0;
-        b->olen = k;
-    }
-    if (b->npending > f->max_pending_seen)
-        f->max_pending_seen = b->npending;
-    if (b->npending > f->max_pending)
-        return evict_oldest(f, b);
-    return 0;
-}
-
-static int st_sample(Feed *f, Buf *b, Smp *s) {
-    f->samples++;
-    if (b->exlen && expire(f, b, s->ts) < 0)
-        return -1;
-    if (!s->has_cookie)
-        return resolve(f, s, K_PASSED);
-    Task *t = task(b, s->tid);
-    if (!t)
-        return -1;
-    if (t->stack && t->stack->cookie == s->cookie) {
-        s->after = 1;
-        t->stack->served++;
-        return stitch(f, s, t->stack);
-    }
-    return wait_stack(f, b, t, s);
 }
 
 /* FtraceFeed._entry_span + lost_reason: after-lost-records if a loss window meets (lo, hi) */
-static int lost_reason(Buf *b, Task *t, Smp *s, uint64_t dtime) {
-    uint64_t lo = s->ts, hi = dtime;
+static int lost_reason(Buf *b, Task *t, ScSamp *s, uint64_t dtime) {
+    uint64_t lo = s->time, hi = dtime;
     for (int i = 0; i < t->nent; i++)
         if (t->ent[i].cookie == s->cookie) {
             if (t->ent[i].first < lo)
@@ -714,74 +575,9 @@ static int lost_reason(Buf *b, Task *t, Smp *s, uint64_t dtime) {
     return K_LOST;
 }
 
-static int st_deferred(Feed *f, Buf *b, I128 tid, I128 cookie, uint64_t time, PyObject *frames) {
-    f->deferred++;
-    if (b->exlen && expire(f, b, time) < 0)
-        return -1;
-    Task *t = task(b, tid);
-    if (!t)
-        return -1;
-    Stk *prev = t->stack;
-    if (prev && prev->cookie == cookie) {
-        f->duplicate++;
-        return 0;
-    }
-    if (prev) {
-        int r = retire(f, tid, prev);
-        t->stack = NULL;
-        stk_free(prev);
-        if (r < 0)
-            return -1;
-    } else {
-        t->sstamp = ++f->stamp;
-    }
-    Stk *st = PyMem_Calloc(1, sizeof(Stk));
-    if (!st)
-        return PyErr_NoMemory(), -1;
-    st->cookie = cookie;
-    st->time = time;
-    Py_INCREF(frames);
-    st->frames = frames;
-    t->stack = st;
-    for (Smp *s = take_queue(b, t), *nx; s; s = nx) {
-        nx = s->qnext;
-        int r;
-        if (s->cookie == cookie) {
-            st->served++;
-            r = stitch(f, s, st);
-        } else {
-            r = resolve(f, s, lost_reason(b, t, s, time));
-        }
-        if (r < 0)
-            return -1;
-    }
-    return 0;
-}
-
-static int st_exit(Feed *f, Buf *b, I128 tid, uint64_t time) {
-    if (!f->exit_grace)
-        return exited_now(f, b, tid);
-    if (b->exhead + b->exlen == b->excap) {
-        if (b->exhead) {
-            memmove(b->ex, b->ex + b->exhead, b->exlen * sizeof(Exited));
-            b->exhead = 0;
-        }
-        if (b->exlen == b->excap && grow((void **)&b->ex, &b->excap, b->exlen + 1, sizeof(Exited)) < 0)
-            return -1;
-    }
-    b->ex[b->exhead + b->exlen++] = (Exited){time, tid};
-    return 0;
-}
-
-static int st_reuse(Feed *f, Buf *b, I128 tid) {
-    for (size_t i = 0; i < b->exlen; i++)
-        if (b->ex[b->exhead + i].tid == tid) {
-            memmove(b->ex + b->exhead + i, b->ex + b->exhead + i + 1,
-                    (b->exlen - i - 1) * sizeof(Exited));
-            b->exlen--;
-            return exited_now(f, b, tid);
-        }
-    return 0;
+/* the reader's narrower reason: by the loss windows of the CPUs (FtraceFeed.lost_reason) */
+static int sc_lost_reason(Buf *b, ScTask *t, ScSamp *s, uint64_t time, int reason) {
+    return lost_reason(b, (Task *)t, s, time);
 }
 
 /* ---- the feed: open events per CPU, the FIFO ---------------------------------------------- */
@@ -803,29 +599,28 @@ static int pend_oldest(Feed *f, Buf *b, uint64_t *ts) {
 }
 
 static PyObject *sample_tuple(Smp *s) {
-    return Py_BuildValue("(NNiKiOOiON)", num(s->tid), num(s->pid), s->cpu,
-                         (unsigned long long)s->ts, s->type, s->kernel,
-                         s->user ? s->user : Py_None, s->outcome, s->after ? Py_True : Py_False,
-                         s->has_cookie ? num(s->cookie) : (Py_INCREF(Py_None), Py_None));
+    return Py_BuildValue("(NNiKiOOiON)", num(s->sc.tid), num(s->pid), s->cpu,
+                         (unsigned long long)s->sc.time, s->type, s->kernel,
+                         s->user ? s->user : Py_None, s->sc.outcome,
+                         s->sc.after_stack ? Py_True : Py_False,
+                         s->sc.has_cookie ? num(s->sc.cookie) : (Py_INCREF(Py_None), Py_None));
 }
 
 static int drain(Feed *f) {                         /* FtraceFeed._drain */
     size_t i = f->fhead;
-    if (i >= f->flen || f->fifo[i]->outcome < 0)
+    if (i >= f->flen || f->fifo[i]->sc.outcome == SC_PENDING)
         return 0;
     uint64_t oldest = 0;
     int any = pend_oldest(f, NULL, &oldest);
     while (i < f->flen) {
         Smp *s = f->fifo[i];
-        if (s->outcome < 0 || (any && oldest < s->ts))
+        if (s->sc.outcome == SC_PENDING || (any && oldest < s->sc.time))
             break;
-        if (f->mode == MODE_SAMPLES && batch_add(f, sample_tuple(s)) < 0) {
+        if (f->mode == FEED_MODE_SAMPLES && batch_add(f, sample_tuple(s)) < 0) {
             f->fhead = i;
             return -1;
         }
-        s->handed = 1;
-        if (!s->in_order)
-            smp_free(s);
+        smp_free(s);                    /* resolved: the rules hold it no more */
         f->fifo[i] = NULL;
         i++;
     }
@@ -845,7 +640,7 @@ static int fifo_insert(Feed *f, Smp *s) {           /* bisect.insort(fifo, (time
     while (a < b) {
         size_t mid = (a + b) / 2;
         Smp *m = f->fifo[mid];
-        if (s->ts < m->ts || (s->ts == m->ts && s->seq < m->seq))
+        if (s->sc.time < m->sc.time || (s->sc.time == m->sc.time && s->seq < m->seq))
             b = mid;
         else
             a = mid + 1;
@@ -857,12 +652,12 @@ static int fifo_insert(Feed *f, Smp *s) {           /* bisect.insort(fifo, (time
 }
 
 static int entry_note(Task *t, Smp *s) {            /* FtraceFeed._entry */
-    if (t->nent && t->ent[t->nent - 1].cookie == s->cookie) {
-        if (s->ts < t->ent[t->nent - 1].first)
-            t->ent[t->nent - 1].first = s->ts;
+    if (t->nent && t->ent[t->nent - 1].cookie == s->sc.cookie) {
+        if (s->sc.time < t->ent[t->nent - 1].first)
+            t->ent[t->nent - 1].first = s->sc.time;
         return 0;
     }
-    t->ent[t->nent++] = (Entry){s->cookie, s->ts};
+    t->ent[t->nent++] = (Entry){s->sc.cookie, s->sc.time};
     if (t->nent > MAX_ENTRIES) {
         memmove(t->ent, t->ent + 1, (t->nent - 1) * sizeof(Entry));
         t->nent--;
@@ -886,17 +681,17 @@ static int close_pend(Feed *f, Buf *b, CpuSt *c, int k) {
         pend_clear(&p);
         return PyErr_NoMemory(), -1;
     }
-    s->tid = p.pid;
+    s->sc.tid = p.pid;
     s->pid = p.has_tgid ? p.tgid : p.pid;
     s->cpu = c->id;
-    s->ts = p.ts;
+    s->sc.time = p.ts;
+    s->sc.has_time = 1;
     s->type = p.type;
-    s->buf = (int)(b - f->bufs);
     s->kernel = p.kernel ? p.kernel : PyTuple_New(0);
     p.kernel = NULL;
-    s->has_cookie = p.has_cookie;
-    s->cookie = p.cookie;
-    s->outcome = -1;
+    s->sc.has_cookie = p.has_cookie;
+    s->sc.cookie = p.cookie;
+    s->sc.outcome = SC_PENDING;
     if (p.ustack && !p.has_cookie) {
         s->user = p.ustack;
         p.ustack = NULL;
@@ -906,8 +701,8 @@ static int close_pend(Feed *f, Buf *b, CpuSt *c, int k) {
         smp_free(s);
         return -1;
     }
-    if (s->has_cookie) {
-        Task *t = task(b, s->tid);
+    if (s->sc.has_cookie) {
+        Task *t = task(b, s->sc.tid);
         if (!t) {
             pend_clear(&p);
             smp_free(s);
@@ -921,7 +716,7 @@ static int close_pend(Feed *f, Buf *b, CpuSt *c, int k) {
         smp_free(s);
         return -1;
     }
-    int r = st_sample(f, b, s);
+    int r = sc_sample(&b->sc, &s->sc);
     if (r == 0 && (p.role == R_EXIT || p.role == R_FORK)) {
         I128 v = p.exit;
         int has = p.has_exit;
@@ -937,9 +732,9 @@ static int close_pend(Feed *f, Buf *b, CpuSt *c, int k) {
             }
         }
         if (r == 0 && p.role == R_EXIT)
-            r = st_exit(f, b, v, p.ts);
+            r = sc_exit(&b->sc, v, p.ts);
         else if (r == 0 && has) {
-            r = st_reuse(f, b, v);
+            r = sc_reuse(&b->sc, v);
             Task *t = r == 0 ? map_get(&b->tasks, v) : NULL;
             if (t)
                 t->nent = 0;            /* entries.pop(child) */
@@ -1017,9 +812,9 @@ static void prune(Feed *f, Buf *b) {               /* FtraceFeed._prune */
         if (!b->tasks.s[j].used)
             continue;
         Task *t = b->tasks.s[j].val;
-        for (Smp *s = t->qhead; s; s = s->qnext)
-            if (!any || s->ts < lo)
-                lo = s->ts, any = 1;
+        for (ScSamp *s = t->sc.phead; s; s = s->tnext)
+            if (!any || s->time < lo)
+                lo = s->time, any = 1;
         if (t->nent && (!any || t->ent[t->nent - 1].first < lo))
             lo = t->ent[t->nent - 1].first, any = 1;
     }
@@ -1187,8 +982,17 @@ static int unwind_stack(Feed *f, Buf *b, const TypeInfo *ti, Rec *r) {   /* Ftra
         }
         Py_DECREF(o);
     }
-    b->stacks++;
-    if (st_deferred(f, b, pid, cookie, r->ts, frames) < 0)
+    Stk *st = PyMem_Calloc(1, sizeof(Stk));
+    if (!st) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    st->sc.cookie = cookie;
+    st->sc.time = r->ts;
+    st->sc.has_time = 1;
+    Py_INCREF(frames);
+    st->frames = frames;
+    if (sc_deferred(&b->sc, pid, &st->sc, 0) < 0)
         goto out;
     Task *t = map_get(&b->tasks, pid);
     if (t && t->nent) {                 /* the entries before this stack's are over */
@@ -1314,11 +1118,7 @@ static int event(Feed *f, Buf *b, Rec *r) {                        /* FtraceFeed
         if (close_cpu(f, b, c) < 0)
             return -1;
         long long m = r->missed;
-        b->lost_seq++;
-        f->lost_records++;
-        b->lost_records++;
-        unsigned long long add = m > 0 ? (unsigned long long)m : 0;
-        f->lost_events = add > UINT64_MAX - f->lost_events ? UINT64_MAX : f->lost_events + add;
+        sc_lost(&b->sc, m > 0 ? (unsigned long long)m : 0);
         if (grow((void **)&b->win, &b->wcap, b->nwin + 1, sizeof(Window)) < 0)
             return -1;
         b->win[b->nwin++] = (Window){r->ts, c->last, c->has_last};
@@ -1387,10 +1187,10 @@ static int spec_of(PyObject *o, Spec *s) {
  *      paths, no_file, anon, unknown_path, max_pending, exit_grace) */
 static int feed_init(Feed *f, PyObject *args, PyObject *kw) {
     PyObject *types;
-    long long grace;
+    long long max_pending, grace;
     if (!PyArg_ParseTuple(args, "O!O!iiOOO!UUOLL", &PyList_Type, &f->walkers, &PyDict_Type, &types,
                           &f->ntypes, &f->mode, &f->sink, &f->slow, &PyDict_Type, &f->paths,
-                          &f->no_file, &f->anon, &f->unknown_path, &f->max_pending, &grace))
+                          &f->no_file, &f->anon, &f->unknown_path, &max_pending, &grace))
         return -1;
     Py_INCREF(f->walkers);
     Py_INCREF(f->sink);
@@ -1399,8 +1199,13 @@ static int feed_init(Feed *f, PyObject *args, PyObject *kw) {
     Py_INCREF(f->no_file);
     Py_INCREF(f->anon);
     Py_INCREF(f->unknown_path);
-    f->exit_grace = grace;
     f->failed = -1;
+    if (grace < 0) {
+        PyErr_SetString(PyExc_ValueError, "Feed: exit_grace < 0");
+        return -1;
+    }
+    if (max_pending < 0)        /* evicts as 0 does: each sample that would wait */
+        max_pending = 0;
     if (f->ntypes < 0 || f->ntypes > 1 << 20) {
         PyErr_SetString(PyExc_ValueError, "Feed: type ids");
         return -1;
@@ -1468,6 +1273,8 @@ static int feed_init(Feed *f, PyObject *args, PyObject *kw) {
             b->st_of[i] = x;
         }
         b->prune_at = 1024;
+        b->f = f;
+        sc_init(&b->sc, b, (uint64_t)max_pending, (uint64_t)grace);
     }
     f->first_unmatched = PyList_New(0);
     f->orphans = PyList_New(0);
@@ -1525,66 +1332,6 @@ static PyObject *feed_run(Feed *f, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-static int cmp_stamp(const void *a, const void *b) {
-    uint64_t x = (*(Task *const *)a)->pstamp, y = (*(Task *const *)b)->pstamp;
-    return x < y ? -1 : x > y;
-}
-
-static int cmp_sstamp(const void *a, const void *b) {
-    uint64_t x = (*(Task *const *)a)->sstamp, y = (*(Task *const *)b)->sstamp;
-    return x < y ? -1 : x > y;
-}
-
-/* Stitcher.finish of buffer b: exited tasks, then what still waits, then unserved stacks */
-static int buf_finish(Feed *f, Buf *b) {
-    while (b->exlen) {
-        I128 tid = b->ex[b->exhead].tid;
-        b->exhead++;
-        b->exlen--;
-        if (exited_now(f, b, tid) < 0)
-            return -1;
-    }
-    size_t nt = 0;
-    Task **ts = PyMem_Malloc((b->tasks.n ? b->tasks.n : 1) * sizeof(Task *));
-    if (!ts)
-        return PyErr_NoMemory(), -1;
-    for (size_t j = 0; j < b->tasks.cap; j++)
-        if (b->tasks.s[j].used && ((Task *)b->tasks.s[j].val)->qhead)
-            ts[nt++] = b->tasks.s[j].val;
-    qsort(ts, nt, sizeof(Task *), cmp_stamp);
-    for (size_t i = 0; i < nt; i++)
-        for (Smp *s = take_queue(b, ts[i]), *nx; s; s = nx) {
-            nx = s->qnext;
-            if (resolve(f, s, K_ENDED) < 0) {
-                PyMem_Free(ts);
-                return -1;
-            }
-        }
-    while (b->olen) {
-        order_drop(f, b->order[b->ohead]);
-        b->ohead++;
-        b->olen--;
-    }
-    nt = 0;
-    for (size_t j = 0; j < b->tasks.cap; j++)
-        if (b->tasks.s[j].used && ((Task *)b->tasks.s[j].val)->stack)
-            ts[nt++] = b->tasks.s[j].val;
-    qsort(ts, nt, sizeof(Task *), cmp_sstamp);
-    for (size_t i = 0; i < nt; i++) {
-        Stk *st = ts[i]->stack;
-        ts[i]->stack = NULL;
-        ts[i]->sstamp = 0;
-        int r = retire(f, ts[i]->tid, st);
-        stk_free(st);
-        if (r < 0) {
-            PyMem_Free(ts);
-            return -1;
-        }
-    }
-    PyMem_Free(ts);
-    return 0;
-}
-
 /* finish(): FtraceFeed.finish: what is open on every CPU closed, each buffer's stitcher
  * finished (in buffer order), then the last of the FIFO */
 static PyObject *feed_finish(Feed *f, PyObject *unused) {
@@ -1602,7 +1349,7 @@ static PyObject *feed_finish(Feed *f, PyObject *unused) {
         }
     PyMem_Free(idx);
     for (int j = 0; j < f->nbuf; j++)
-        if (buf_finish(f, &f->bufs[j]) < 0)
+        if (sc_finish(&f->bufs[j].sc) < 0)
             return NULL;
     if (drain(f) < 0 || flush(f) < 0)
         return NULL;
@@ -1622,7 +1369,7 @@ static PyObject *u128(unsigned __int128 v) {
     return sum;
 }
 
-static PyObject *keys(const unsigned long long *v) {
+static PyObject *keys(const uint64_t *v) {
     PyObject *l = PyList_New(NKEYS);
     for (int i = 0; l && i < NKEYS; i++)
         PyList_SET_ITEM(l, i, PyLong_FromUnsignedLongLong(v[i]));
@@ -1651,23 +1398,39 @@ static PyObject *feed_counts(Feed *f, PyObject *unused) {
             Py_DECREF(k);
             Py_DECREF(v);
         }
+    ScStitcher all;                     /* the feed's: the buffers' counts summed */
+    memset(&all, 0, sizeof all);
     for (int j = 0; j < f->nbuf; j++) {
         Buf *b = &f->bufs[j];
-        PyObject *d = Py_BuildValue("{sKsKsKsKsNsKsKsN}", "samples", b->samples, "stitched",
-                                    b->stitched, "stitched_after_stack", b->after, "passed",
-                                    b->passed, "unmatched", keys(b->unmatched), "deferred_records",
-                                    b->stacks, "lost_records", b->lost_records, "lost_events",
-                                    u128(b->lost_events));
+        ScStitcher *x = &b->sc;
+        PyObject *d = Py_BuildValue("{sKsKsKsKsNsKsKsN}", "samples", x->samples, "stitched",
+                                    x->stitched, "stitched_after_stack", x->after_stack, "passed",
+                                    x->passed, "unmatched", keys(x->unmatched), "deferred_records",
+                                    x->deferred_records, "lost_records", x->lost_records,
+                                    "lost_events", u128(b->lost_events));
         if (!d)
             goto fail;
         PyList_SET_ITEM(bufs, j, d);
+        all.samples += x->samples;
+        all.stitched += x->stitched;
+        all.after_stack += x->after_stack;
+        all.passed += x->passed;
+        for (int k = 0; k < NKEYS; k++)
+            all.unmatched[k] += x->unmatched[k];
+        all.deferred_records += x->deferred_records;
+        all.duplicates += x->duplicates;
+        all.orphans += x->orphans;
+        all.lost_records += x->lost_records;
+        sc_add_sat(&all.lost_events, x->lost_events);
+        if (x->max_pending_seen > all.max_pending_seen)
+            all.max_pending_seen = x->max_pending_seen;
     }
     return Py_BuildValue(
-        "{sKsKsKsKsNsKsKsKsKsKsLsOsOsNsNsKsNsN}", "samples", f->samples, "stitched", f->stitched,
-        "stitched_after_stack", f->after, "passed", f->passed, "unmatched", keys(f->unmatched),
-        "deferred_records", f->deferred, "duplicate_deferred", f->duplicate,
-        "orphan_deferred", f->orphans_n, "lost_records", f->lost_records,
-        "lost_events", f->lost_events, "max_pending", f->max_pending_seen,
+        "{sKsKsKsKsNsKsKsKsKsKsKsOsOsNsNsKsNsN}", "samples", all.samples, "stitched", all.stitched,
+        "stitched_after_stack", all.after_stack, "passed", all.passed, "unmatched",
+        keys(all.unmatched), "deferred_records", all.deferred_records, "duplicate_deferred",
+        all.duplicates, "orphan_deferred", all.orphans, "lost_records", all.lost_records,
+        "lost_events", all.lost_events, "max_pending", all.max_pending_seen,
         "first_unmatched", f->first_unmatched, "orphans", f->orphans, "cells", cells,
         "types", types, "untyped", f->counts_none, "anomalies", anom, "buffers", bufs);
 fail:
@@ -1718,28 +1481,18 @@ static void feed_dealloc(Feed *f) {
                 pend_clear(&b->st[i].open[k]);
     }
     for (size_t i = f->fhead; i < f->flen; i++)
-        if (f->fifo[i]) {
-            f->fifo[i]->handed = 1;
-            if (!f->fifo[i]->in_order)
-                smp_free(f->fifo[i]);
-        }
+        if (f->fifo[i])                     /* pending samples too: each is in the FIFO */
+            smp_free(f->fifo[i]);
     for (int j = 0; j < f->nbuf; j++) {
         Buf *b = &f->bufs[j];
-        for (size_t i = 0; i < b->olen; i++) {
-            Smp *s = b->order[b->ohead + i];
-            s->in_order = 0;
-            if (s->handed)
-                smp_free(s);
-        }
         for (size_t x = 0; x < b->tasks.cap; x++)
             if (b->tasks.s[x].used) {       /* its pending samples are in the FIFO, freed there */
                 Task *t = b->tasks.s[x].val;
-                stk_free(t->stack);
+                stk_free((Stk *)t->sc.stack);
                 PyMem_Free(t);
             }
         PyMem_Free(b->tasks.s);
-        PyMem_Free(b->order);
-        PyMem_Free(b->ex);
+        sc_free(&b->sc);
         PyMem_Free(b->win);
         PyMem_Free(b->st);
         PyMem_Free(b->st_of);

@@ -22,7 +22,8 @@ LOST_NO_COOKIE = "lost-records-no-cookie"     # pending across lost records, or 
                                               # before its task was seen in user space
 REASONS = (DEFERRED_LOST, DEFERRED_LOST_AFTER_LOST, TASK_EXITED, STREAM_ENDED, EVICTED, NO_TASK,
            AMBIGUOUS_NO_COOKIE, LOST_NO_COOKIE)
-# An outcome by number, as the C engine gives it: stitched, passed, then each reason (unmatched)
+# An outcome by number, as the C engines give it: stitched, passed, then each reason (unmatched);
+# the C side's numbers are deferstitch/_twin.h's, held to these by tests/test_twin_constants.py
 OUTCOME_KEYS = (STITCHED, PASSED) + REASONS
 
 # The cookie of a deferred sample whose chain ends in the marker alone (the pre-cookie layout);

@@ -10,7 +10,7 @@ from collections import Counter
 
 from .model import NO_COOKIE, PASSED, STITCHED
 
-KEEP_FIRST = 20     # unmatched samples and orphan stacks listed one by one
+KEEP_FIRST = 20     # unmatched samples and orphan stacks listed one by one (and _twin.h's)
 VERSION = 1         # of to_json()'s shape; reports saved before it (no "version") had the
                     # front end's counters at the top level: from_json() still reads them
 CORE_COUNTS = ("samples", "stitched", "stitched_after_stack", "passed", "deferred_records",

@@ -34,8 +34,9 @@ try:
 except ImportError:           # not built (no compiler), or perf's embedded Python
     _accel = None
 
+# the engine's modes and outcome numbers: deferstitch/_twin.h's (tests/test_twin_constants.py)
 MODE_FILE, MODE_EVENTS, MODE_NONE, MODE_ORDERED, MODE_COUNTED, MODE_CHAINS, MODE_OUTCOMES = 0, 1, 2, 3, 5, 6, 7
-KEYS = OUTCOME_KEYS                      # the engine's outcome numbers
+KEYS = OUTCOME_KEYS
 
 
 def available():

@@ -20,7 +20,8 @@ from . import pages, reader
 from .bridge import TOP, Event, INT_CODES
 from ._ffi import TEP_FIELD_IS_RELATIVE
 
-# roles, slow() kinds, field kinds, modes: the enums of _tracefeed.c, in their order
+# roles, slow() kinds, field kinds: the enums of _tracefeed.c, in their order; the modes are
+# _twin.h's FEED_MODE_* (tests/test_twin_constants.py)
 R_PLAIN, R_KERNEL, R_COOKIE, R_USTACK, R_UNWIND, R_INODE, R_EXIT, R_FORK = range(8)
 (S_KERNEL, S_COOKIE, S_UCALLERS, S_TGID, S_STACK, S_KEYS, S_DEVS, S_INODE, S_EXIT,
  S_FORK) = range(10)
