@@ -10,7 +10,8 @@ ACCEL = Extension("deferstitch._accel", ["deferstitch/_accel.c"], depends=CORE, 
 # The trace.dat page reader (deferstitch/_tracedat.c): trace commands read the ring-buffer pages
 # themselves, each checked, and _tracefeed.c stitches one-buffer files on them; without it they
 # go through libtracecmd and the Python feed (tracecmd/bridge.py, reader.py).
-TRACEDAT = Extension("deferstitch._tracedat", ["deferstitch/_tracedat.c", "deferstitch/_tracefeed.c"],
+TRACEDAT = Extension("deferstitch._tracedat", ["deferstitch/_tracemodule.c", "deferstitch/_tracedat.c",
+                                                "deferstitch/_tracefeed.c"],
                      depends=["deferstitch/_tracedat.h"] + CORE, optional=True,
                      extra_compile_args=["-O2", "-std=gnu11", "-Wall"])
 

@@ -17,7 +17,7 @@
  * cut by the buffer's end, smaller than its header, with a payload after its size): the Python
  * reader frames that one and hands it back (feed() again, or foreign() for records passed as
  * they are). Metadata records, compressed containers, sample layouts it does not walk and every
- * record it finds damaged go to Python callbacks (the reader's _note, _Decompressor, feed.decode),
+ * record it finds damaged go to Python callbacks (the reader's note, Decompressor, feed.decode),
  * so each is decoded in one place and damage raises the Python path's FormatError, after the
  * engine delivered what the Python path delivers before it (failed()).
  *
@@ -1251,7 +1251,7 @@ static int take(Engine *e, const unsigned char *p, uint32_t size, uint64_t at, i
     return frame_inner(e);
 }
 
-/* Records decompressed from containers (reader.py _Decompressor.feed); one may straddle two. */
+/* Records decompressed from containers (reader.py Decompressor.feed); one may straddle two. */
 static int frame_inner(Engine *e) {
     size_t pos = 0;
     int rc = 0;

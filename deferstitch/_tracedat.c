@@ -31,7 +31,6 @@
 #include <unistd.h>
 
 #include "_tracedat.h"
-#include "_twin.h"          /* the numbers shared with the Python modules, exported below */
 
 static PyObject *Damaged;
 
@@ -368,29 +367,17 @@ PyTypeObject WalkerType = {
     .tp_getset = walker_getset,
 };
 
-static struct PyModuleDef tracedat_module = {
-    PyModuleDef_HEAD_INIT, "deferstitch._tracedat",
-    "A trace.dat's ring-buffer pages read by us, every offset and size checked.", -1, NULL,
-};
-
-PyMODINIT_FUNC PyInit__tracedat(void) {
-    PyObject *feed = td_feed_type();
-    if (!feed || PyType_Ready(&WalkerType) < 0)
-        return NULL;
-    PyObject *m = PyModule_Create(&tracedat_module);
-    if (!m)
-        return NULL;
+/* The walker's type and its exception ready, for the module's init (_tracemodule.c). */
+int td_walker_ready(PyObject *m) {
+    if (PyType_Ready(&WalkerType) < 0)
+        return -1;
     Damaged = PyErr_NewException("deferstitch._tracedat.Damaged", NULL, NULL);
+    if (!Damaged)
+        return -1;
     Py_INCREF(&WalkerType);
-    Py_INCREF(feed);
-    if (!Damaged || PyModule_AddObject(m, "Walker", (PyObject *)&WalkerType) < 0 ||
-        PyModule_AddObject(m, "Feed", feed) < 0 ||
-        PyModule_AddObject(m, "Damaged", Damaged) < 0 || twin_export(m) < 0 ||
-        PyModule_AddIntConstant(m, "FEED_MODE_NONE", FEED_MODE_NONE) < 0 ||
-        PyModule_AddIntConstant(m, "FEED_MODE_SAMPLES", FEED_MODE_SAMPLES) < 0 ||
-        PyModule_AddIntConstant(m, "FEED_MODE_RESOLVED", FEED_MODE_RESOLVED) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    Py_INCREF(Damaged);
+    if (PyModule_AddObject(m, "Walker", (PyObject *)&WalkerType) < 0 ||
+        PyModule_AddObject(m, "Damaged", Damaged) < 0)
+        return -1;
+    return 0;
 }

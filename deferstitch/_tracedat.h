@@ -85,4 +85,5 @@ int td_pick(Walker *w, Cpu **best);         /* the CPU whose record is next: 1, 
 int td_advance(Walker *w, Cpu *c);          /* the CPU's next record: 1 held, 0 end, -1 damage */
 PyObject *td_raise_damage(Cpu *c);          /* Damaged(cpu, offset, why) set; NULL */
 PyObject *td_feed_type(void);               /* _tracefeed.c's Feed type, ready */
+int td_walker_ready(PyObject *m);           /* Walker and Damaged ready, added to module m */
 #endif
