@@ -5,6 +5,7 @@ pages where it can, libtracecmd where it cannot (compressed files, the C module 
     _ffi.py     ctypes over libtracecmd.so.1 / libtraceevent.so.1: the only module with C pointers
     headers.py  the file's metadata walked, every size checked, before libtracecmd reads it
     pages.py    our page reader (_tracedat.c): every page checked before anything reads it
+    walk.py     the page walker's checks in Python (the C scan's twin): pages.plan without C
     bridge.py   Trace / Event: events in time order across CPUs, fields decoded by name
     reader.py   FtraceFeed: traced event + its companions -> Sample; user_unwind_stack -> DeferredStack
     engine.py   FtraceFeed's C twin (_tracefeed.c) over our page reader

@@ -5,7 +5,9 @@ checked before anything reads it.
                     libtracecmd gives them, or None (compressed data, the module not built)
     plan(handle)    the walk of every CPU alone to its end, before libtracecmd reads a page:
                     {cpu index: Budget(records, damage)}; libtracecmd is then asked for no more
-                    than `records` of that CPU, so it never loads a page we found damaged
+                    than `records` of that CPU, so it never loads a page we found damaged. The
+                    C walker's scan where it is built and allowed, else its Python twin (walk.py,
+                    the definition the C one is held to): checked on both paths
 
 Both readers stop at the same point: a CPU's damage is raised when its next record is taken
 up, right after its last good one was handed out (bridge.Trace reports what came before).
@@ -13,10 +15,11 @@ up, right after its last good one was handed out (bridge.Trace reports what came
 import os
 
 from ..errors import FormatError
+from . import walk
 
 try:
     from .. import _tracedat
-except ImportError:         # no compiler at install: libtracecmd reads the pages, unchecked
+except ImportError:         # no compiler at install: walk.py checks the pages for libtracecmd
     _tracedat = None
 
 
@@ -43,8 +46,19 @@ def accel_allowed():
 
 def walker(handle, cpu_ids=None):
     """A Walker over the handle's CPU data (file offsets), or None where we cannot read it."""
-    if _tracedat is None or handle.compression is not None or not handle.extents:
+    if _tracedat is None or not _readable(handle):
         return None
+    cpus = [((cpu_ids or {}).get(i, i), first, size)
+            for i, (first, size) in sorted(handle.extents.items())]
+    return _tracedat.Walker(handle.fd, handle.file_size, handle.page_size, handle.long_size,
+                            handle.big_endian, handle.common_layout, cpus)
+
+
+def _readable(handle):
+    """The handle's CPU data can be walked by us (uncompressed, with CPUs), its header checked:
+    False, True, or FormatError where no page can be read."""
+    if handle.compression is not None or not handle.extents:
+        return False
     if handle.long_size not in (4, 8) or not 32 <= handle.page_size <= 1 << 26:
         raise FormatError(handle.path, _header_offset(handle.path), "the file's header gives a "
                           "long size of %d and pages of %d bytes: not a ring buffer we can read"
@@ -53,10 +67,7 @@ def walker(handle, cpu_ids=None):
         raise FormatError(handle.path, _header_offset(handle.path), "%d CPUs of %d-byte pages: "
                           "more than %d MiB to hold one page of each: not a trace we can read"
                           % (len(handle.extents), handle.page_size, MAX_PAGES_HELD >> 20))
-    cpus = [((cpu_ids or {}).get(i, i), first, size)
-            for i, (first, size) in sorted(handle.extents.items())]
-    return _tracedat.Walker(handle.fd, handle.file_size, handle.page_size, handle.long_size,
-                            handle.big_endian, handle.common_layout, cpus)
+    return True
 
 
 def _header_offset(path):
@@ -68,14 +79,32 @@ def _header_offset(path):
     return end + 2 if end >= 0 else 0
 
 
+def scan(handle, use_c=None):
+    """Each CPU of the handle walked alone to its end: [(cpu index, good records, damage or
+    None, first record (ts, offset) or None)], by the C walker (use_c True, or None: when built
+    and allowed) or its Python twin (walk.py, the definition); None where the data is not ours
+    to walk (compressed, no CPUs)."""
+    if not _readable(handle):
+        return None
+    if use_c is None:
+        use_c = _tracedat is not None and accel_allowed()
+    if use_c:
+        return walker(handle).scan()
+    cpus = [(i, first, size) for i, (first, size) in sorted(handle.extents.items())]
+    return walk.scan(handle.fd, handle.file_size, handle.page_size, handle.long_size,
+                     handle.big_endian, handle.common_layout[4], cpus)
+
+
 def plan(handle):
-    """{cpu index: Budget} from one walk of each CPU alone, or None (walker() gave none)."""
-    w = walker(handle)
-    if w is None:
+    """{cpu index: Budget} from one walk of each CPU alone (scan()), or None (compressed data,
+    no CPUs): the C walker where it is built and allowed, else the Python one, so that
+    libtracecmd is handed no page found damaged on either path."""
+    got = scan(handle)
+    if got is None:
         return None
     indexes = sorted(handle.extents)
     return {i: Budget(i, n, damage, first)
-            for i, (_id, n, damage, first) in zip(indexes, w.scan())}
+            for i, (_id, n, damage, first) in zip(indexes, got)}
 
 
 Damaged = _tracedat.Damaged if _tracedat is not None else None
