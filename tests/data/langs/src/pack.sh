@@ -5,7 +5,7 @@
 # (/opt/rig workloads as built; jitted-*.so as perf inject wrote them; system files through keep_symbols.py).
 set -euo pipefail
 D=$1 ROOT=$2 T=$3
-KS=$(dirname "$0")/../keep_symbols.py
+KS=$(dirname "$0")/../../names/keep_symbols.py
 mkdir -p "$T/symfs"
 for s in cpp rust_legacy rust_v0 go node_perf_map node_jitdump node_jitdump_inject java; do
   mkdir -p "$T/$s"
