@@ -21,9 +21,21 @@
  * record was handed out), so the caller gets every good record before it. scan() walks each
  * CPU alone to its end and gives (good records, damage or None) per CPU: the budget that keeps
  * libtracecmd (the Python path, bridge.py) from ever loading a page we found damaged.
+ *
+ * Compressed CPU data (trace-cmd v7, zstd or zlib): each CPU's data is a table of chunks
+ * (lib/trace-cmd/trace-compress.c, tracecmd_compress_copy_from: u32 count, then per chunk
+ * u32 compressed size, u32 size, the compressed bytes; trace-output.c writes 10 pages a chunk),
+ * found and bounds-checked by tracecmd/headers.py. One chunk per CPU is decompressed at a time
+ * into a buffer of its own (trace-input.c's read_zpage holds chunks the same way), and its
+ * pages walked as above. Offsets then count the decompressed data as libtracecmd counts them
+ * (init_cpu_zpage: the first CPU's data at page_size, each next one page-aligned after the
+ * last), so a record's offset is the one libtracecmd gives. zstd and zlib are loaded with
+ * dlopen() (no -dev headers to build, nothing bundled in the wheel); without them the walker
+ * cannot be made for that compression (decompressor() says so) and libtracecmd reads.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -46,15 +58,156 @@ static void damage(Cpu *c, int64_t off, const char *fmt, ...) {
     c->has = 0;
 }
 
+/* A chunk may hold at most this many pages (trace-cmd writes PAGES_IN_CHUNK, 10: trace-output.c):
+ * the memory held is one such chunk per CPU. walk.py's MAX_CHUNK_PAGES. */
+#define MAX_CHUNK_PAGES 16
+
+/* The decompressors, loaded on first use with our own prototypes (zstd.h, zlib.h): trace-cmd's
+ * zstd plugin writes frames (ZSTD_compress2, trace-compress-zstd.c), its zlib plugin zlib-
+ * wrapped deflate streams (compress2, trace-compress-zlib.c), read back by uncompress(). */
+static size_t (*zstd_decompress)(void *, size_t, const void *, size_t);
+static unsigned (*zstd_is_error)(size_t);
+static int (*zlib_uncompress)(unsigned char *, unsigned long *, const unsigned char *,
+                              unsigned long);
+
+/* 1 where the library of compression algo is loaded (TD_NONE: always), else 0. */
+static int codec_ready(int algo) {
+    static int tried_zstd, tried_zlib;
+    if (algo == TD_ZSTD && !tried_zstd) {
+        tried_zstd = 1;
+        void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (h) {
+            *(void **)&zstd_decompress = dlsym(h, "ZSTD_decompress");
+            *(void **)&zstd_is_error = dlsym(h, "ZSTD_isError");
+            if (!zstd_decompress || !zstd_is_error)
+                zstd_decompress = NULL;
+        }
+    }
+    if (algo == TD_ZLIB && !tried_zlib) {
+        tried_zlib = 1;
+        void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (h)
+            *(void **)&zlib_uncompress = dlsym(h, "uncompress");
+    }
+    return algo == TD_NONE || (algo == TD_ZSTD && zstd_decompress) ||
+           (algo == TD_ZLIB && zlib_uncompress);
+}
+
+static int codec_of(const char *name) {
+    if (!name)
+        return TD_NONE;
+    if (!strcmp(name, "zstd"))
+        return TD_ZSTD;
+    if (!strcmp(name, "zlib"))
+        return TD_ZLIB;
+    return -1;
+}
+
+/* in[0:n] decompressed into out, exactly size bytes: 0, or -1 (it does not decompress, or to
+ * another size; which of them is not told, so that walk.py's text is the same whatever the
+ * library's reason). */
+static int decompress(int algo, unsigned char *out, size_t size, const unsigned char *in,
+                      size_t n) {
+    if (algo == TD_ZSTD) {
+        size_t r = zstd_decompress(out, size, in, n);
+        return !zstd_is_error(r) && r == size ? 0 : -1;
+    }
+    unsigned long got = size;
+    return zlib_uncompress(out, &got, in, n) == 0 && got == size ? 0 : -1;
+}
+
+static const char *codec_name(int algo) {
+    return algo == TD_ZSTD ? "zstd" : "zlib";
+}
+
+/* Chunk c->chunk (at decompressed offset c->cstart) read and decompressed into c->zbuf: 0, or
+ * -1 damage at c->cstart. */
+static int load_chunk(Walker *w, Cpu *c) {
+    int k = c->chunk;
+    uint32_t len = c->zlen[k], zs = c->zsize[k];
+    long long zoff = (long long)c->zoff[k];
+    c->loaded = 0;
+    if (len % (uint32_t)w->page_size) {
+        damage(c, c->cstart, "its chunk at file offset %#llx holds %u bytes, not a whole number "
+               "of %d-byte pages", zoff, len, w->page_size);
+        return -1;
+    }
+    if ((uint64_t)len > (uint64_t)MAX_CHUNK_PAGES * w->page_size ||
+        (uint64_t)zs > (uint64_t)len + len / 8 + 4096) {
+        damage(c, c->cstart, "its chunk at file offset %#llx says %u bytes compressed to %u: "
+               "more than a chunk of %d pages holds", zoff, len, zs, MAX_CHUNK_PAGES);
+        return -1;
+    }
+    if (c->zbuf_cap < len) {
+        unsigned char *b = PyMem_Realloc(c->zbuf, len);
+        if (!b) {
+            damage(c, c->cstart, "no memory for its chunk of %u bytes", len);
+            return -1;
+        }
+        c->zbuf = b;
+        c->zbuf_cap = len;
+    }
+    if (c->zin_cap < zs || !c->zin) {
+        unsigned char *b = PyMem_Realloc(c->zin, zs ? zs : 1);
+        if (!b) {
+            damage(c, c->cstart, "no memory for its chunk of %u bytes", zs);
+            return -1;
+        }
+        c->zin = b;
+        c->zin_cap = zs ? zs : 1;
+    }
+    size_t got = 0;
+    while (got < zs) {
+        ssize_t n = pread(w->fd, c->zin + got, zs - got, (off_t)(zoff + (long long)got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            damage(c, c->cstart, "its chunk at file offset %#llx cannot be read (%s): the file "
+                   "was cut while it was read?", zoff, n < 0 ? strerror(errno) : "end of file");
+            return -1;
+        }
+        got += (size_t)n;
+    }
+    if (decompress(w->algo, c->zbuf, len, c->zin, zs) < 0) {
+        damage(c, c->cstart, "its chunk at file offset %#llx (%u bytes) does not decompress to "
+               "the %u bytes it says (%s)", zoff, zs, len, codec_name(w->algo));
+        return -1;
+    }
+    c->loaded = 1;
+    return 0;
+}
+
+/* c->buf pointed at the page at decompressed offset off (inside [first, end)): its chunk
+ * decompressed if it is not the one held. Chunks follow one another and pages are read
+ * forward, so the chunk is the held one or one after it. 0, or -1 damage. */
+static int map_zpage(Walker *w, Cpu *c, int64_t off) {
+    while (c->chunk < c->nchunks && off >= c->cstart + (int64_t)c->zlen[c->chunk]) {
+        c->cstart += c->zlen[c->chunk];
+        c->chunk++;
+        c->loaded = 0;
+    }
+    if (c->chunk >= c->nchunks) {       /* not reached: end is the sum of the chunks' sizes */
+        damage(c, off, "its page at %#llx lies in no chunk", (long long)off);
+        return -1;
+    }
+    if (!c->loaded && load_chunk(w, c) < 0)
+        return -1;
+    c->buf = c->zbuf + (off - c->cstart);
+    return 0;
+}
+
 /* Read the page at off into c->buf and check its header: 0 loaded, -1 damage (c->err). */
 static int load_page(Walker *w, Cpu *c, int64_t off) {
     int64_t ps = w->page_size;
-    if (off > w->file_size - ps) {
+    if (w->algo != TD_NONE) {
+        if (map_zpage(w, c, off) < 0)
+            return -1;
+    } else if (off > w->file_size - ps) {
         damage(c, off, "its page at %#llx runs past the end of the file (%lld bytes): truncated",
                (long long)off, (long long)w->file_size);
         return -1;
     }
-    int64_t got = 0;
+    int64_t got = w->algo != TD_NONE ? ps : 0;
     while (got < ps) {
         ssize_t n = pread(w->fd, c->buf + got, (size_t)(ps - got), (off_t)(off + got));
         if (n < 0 && errno == EINTR)
@@ -102,6 +255,10 @@ int td_advance(Walker *w, Cpu *c) {
         if (c->page_off < 0 || c->next >= c->commit) {
             int64_t off = c->page_off < 0 ? c->first : c->page_off + w->page_size;
             if (off >= c->end || off < c->first) {
+                if (c->has_tail) {      /* the chunk table ended at damage (headers.py) */
+                    damage(c, c->tail_off, "%s", c->tail);
+                    return -1;
+                }
                 c->done = 1;
                 return 0;
             }
@@ -183,24 +340,86 @@ int td_advance(Walker *w, Cpu *c) {
 static void walker_dealloc(Walker *w) {
     if (w->cpus) {
         for (int i = 0; i < w->ncpus; i++)
-            PyMem_Free(w->cpus[i].buf);
+        {
+            Cpu *c = &w->cpus[i];
+            PyMem_Free(c->own);
+            PyMem_Free(c->zbuf);
+            PyMem_Free(c->zin);
+            PyMem_Free(c->zoff);
+            PyMem_Free(c->zsize);
+            PyMem_Free(c->zlen);
+        }
         PyMem_Free(w->cpus);
     }
     Py_TYPE(w)->tp_free((PyObject *)w);
 }
 
+/* The chunk table of a compressed CPU: chunks [(file offset of the compressed bytes, compressed
+ * size, size), ...] and tail None or (offset, why): the damage that ended the table. */
+static int cpu_chunks(Cpu *c, PyObject *chunks, PyObject *tail) {
+    if (!PyList_Check(chunks)) {
+        PyErr_SetString(PyExc_TypeError, "Walker: a CPU's chunks must be a list");
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(chunks);
+    if (n > INT32_MAX)
+        return PyErr_NoMemory(), -1;
+    c->zoff = PyMem_Calloc(n ? n : 1, sizeof(int64_t));
+    c->zsize = PyMem_Calloc(n ? n : 1, sizeof(uint32_t));
+    c->zlen = PyMem_Calloc(n ? n : 1, sizeof(uint32_t));
+    if (!c->zoff || !c->zsize || !c->zlen)
+        return PyErr_NoMemory(), -1;
+    int64_t total = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        long long zoff;
+        unsigned long long zs, len;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(chunks, k), "LKK", &zoff, &zs, &len))
+            return -1;
+        if (zoff < 0 || zs > UINT32_MAX || len > UINT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "Walker: a chunk's offset or sizes out of range");
+            return -1;
+        }
+        c->zoff[k] = zoff;
+        c->zsize[k] = (uint32_t)zs;
+        c->zlen[k] = (uint32_t)len;
+        total += (int64_t)len;
+    }
+    c->nchunks = (int)n;
+    c->cstart = c->first;
+    c->end = c->first <= INT64_MAX - total ? c->first + total : c->first;
+    if (tail != Py_None) {
+        long long off;
+        const char *why;
+        if (!PyArg_ParseTuple(tail, "Ls", &off, &why))
+            return -1;
+        c->has_tail = 1;
+        c->tail_off = off;
+        snprintf(c->tail, sizeof c->tail, "%s", why);
+    }
+    return 0;
+}
+
 /* Walker(fd, file_size, page_size, long_size, big_endian, (type_off, type_size, pid_off,
- * pid_size, common_end), [(cpu id, first, size), ...]) */
+ * pid_size, common_end), [(cpu id, first, size), ...], compression=None). With compression
+ * ("zstd", "zlib"): [(cpu id, first, size, chunks, tail), ...], offsets and sizes counting the
+ * decompressed data (cpu_chunks); ValueError where that library cannot be loaded. */
 static int walker_init(Walker *w, PyObject *args, PyObject *kw) {
     int fd, page_size, long_size, big;
     long long file_size;
     PyObject *cpus;
-    if (!PyArg_ParseTuple(args, "iLiip(iiiii)O!", &fd, &file_size, &page_size, &long_size, &big,
-                          &w->type_off, &w->type_size, &w->pid_off, &w->pid_size, &w->common_end,
-                          &PyList_Type, &cpus))
+    const char *compression = NULL;
+    if (!PyArg_ParseTuple(args, "iLiip(iiiii)O!|z", &fd, &file_size, &page_size, &long_size,
+                          &big, &w->type_off, &w->type_size, &w->pid_off, &w->pid_size,
+                          &w->common_end, &PyList_Type, &cpus, &compression))
         return -1;
     if (page_size < 32 || page_size > (1 << 26) || (long_size != 4 && long_size != 8)) {
         PyErr_Format(PyExc_ValueError, "page size %d / long size %d", page_size, long_size);
+        return -1;
+    }
+    w->algo = codec_of(compression);
+    if (w->algo < 0 || !codec_ready(w->algo)) {
+        PyErr_Format(PyExc_ValueError, "cannot decompress %s data (%s)", compression,
+                     w->algo < 0 ? "unknown compression" : "its library cannot be loaded");
         return -1;
     }
     w->fd = fd;
@@ -217,12 +436,19 @@ static int walker_init(Walker *w, PyObject *args, PyObject *kw) {
     for (Py_ssize_t i = 0; i < n; i++) {
         Cpu *c = &w->cpus[i];
         long long first, size;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(cpus, i), "iLL", &c->id, &first, &size))
+        PyObject *chunks = NULL, *tail = Py_None;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(cpus, i), w->algo ? "iLLOO" : "iLL", &c->id,
+                              &first, &size, &chunks, &tail))
             return -1;
         c->first = first;
         c->end = size > 0 && first <= INT64_MAX - size ? first + size : first;
         c->page_off = -1;
-        c->buf = PyMem_Malloc((size_t)page_size);
+        if (w->algo) {
+            if (cpu_chunks(c, chunks, tail) < 0)
+                return -1;
+            continue;
+        }
+        c->buf = c->own = PyMem_Malloc((size_t)page_size);
         if (!c->buf)
             return PyErr_NoMemory(), -1;
     }
@@ -230,6 +456,21 @@ static int walker_init(Walker *w, PyObject *args, PyObject *kw) {
         td_advance(w, &w->cpus[i]);
     return 0;
 }
+
+/* decompressor(name): True where the walker can read data of that compression here. */
+static PyObject *td_decompressor(PyObject *mod, PyObject *arg) {
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name)
+        return NULL;
+    int algo = codec_of(name);
+    return PyBool_FromLong(algo > 0 && codec_ready(algo));
+}
+
+static PyMethodDef td_functions[] = {
+    {"decompressor", td_decompressor, METH_O,
+     "decompressor(name): True where the walker can read CPU data of that compression"},
+    {NULL}
+};
 
 PyObject *td_raise_damage(Cpu *c) {
     PyObject *v = Py_BuildValue("(iLs)", c->id, (long long)c->err_off, c->err);
@@ -377,7 +618,9 @@ int td_walker_ready(PyObject *m) {
     Py_INCREF(&WalkerType);
     Py_INCREF(Damaged);
     if (PyModule_AddObject(m, "Walker", (PyObject *)&WalkerType) < 0 ||
-        PyModule_AddObject(m, "Damaged", Damaged) < 0)
+        PyModule_AddObject(m, "Damaged", Damaged) < 0 ||
+        PyModule_AddFunctions(m, td_functions) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_CHUNK_PAGES", MAX_CHUNK_PAGES) < 0)
         return -1;
     return 0;
 }

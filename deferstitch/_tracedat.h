@@ -14,6 +14,9 @@
 #define T_PADDING 29
 #define T_EXTEND 30
 #define T_STAMP 31
+#define TD_NONE 0
+#define TD_ZLIB 1
+#define TD_ZSTD 2
 
 typedef struct {
     int64_t first, end;         /* this CPU's data in the file: [first, end) */
@@ -33,11 +36,24 @@ typedef struct {
     char err[160];
     int has_err;
     int id;                     /* the CPU's number as records carry it */
+    unsigned char *own;         /* the page buffer of uncompressed data (buf points in it) */
+    /* compressed data (trace-cmd v7): first, end and page_off count the decompressed bytes as
+     * libtracecmd does; its chunks, one at a time decompressed into zbuf (buf points in it) */
+    int nchunks, chunk, loaded; /* chunk: the one at cstart; loaded: it is in zbuf */
+    int64_t *zoff;              /* file offset of each chunk's compressed bytes */
+    uint32_t *zsize, *zlen;     /* its compressed and decompressed sizes */
+    int64_t cstart;
+    unsigned char *zbuf, *zin;  /* the decompressed chunk, its compressed bytes */
+    size_t zbuf_cap, zin_cap;
+    int has_tail;               /* the chunk table ended at damage: raised past the last chunk */
+    int64_t tail_off;
+    char tail[160];
 } Cpu;
 
 typedef struct {
     PyObject_HEAD
     int fd, page_size, start, long8, swap;
+    int algo;                   /* TD_NONE, TD_ZLIB, TD_ZSTD: the compression of the CPU data */
     int64_t file_size;
     int type_off, type_size, pid_off, pid_size, common_end;
     int ncpus;

@@ -317,6 +317,7 @@ class Handle:
         self.formats_not_parsed = api.tracecmd_get_parsing_failures(self._h)
         self.common_layout = self._common_layout()
         self._common_end = self.common_layout[4]
+        self.flyrecord = self._flyrecord(parent, index)
         self.extents = self._cpu_data()
         self._extents = {cpu: (first, first + (size - 1) // self.page_size * self.page_size)
                          for cpu, (first, size) in self.extents.items()}
@@ -357,6 +358,26 @@ class Handle:
     @property
     def fd(self):
         return self._fd
+
+    def _flyrecord(self, parent, index):
+        """This buffer's CPU data as the file lays it out (headers.flyrecord: offsets, chunk
+        tables), or None: a v6 file, or a layout libtracecmd opened but we do not read as it
+        does (it then reads the pages). The buffers follow the options' order, as
+        libtracecmd's handle->buffers (the instances by index) do."""
+        if parent is None:
+            try:
+                self._buffers = headers.flyrecord(self.path, self._fd)
+            except FormatError:
+                self._buffers = None
+        else:
+            self._buffers = parent._buffers
+        if self._buffers is None:
+            return None
+        top = [b for b in self._buffers if b.name == ""]
+        inst = [b for b in self._buffers if b.name != ""]
+        if parent is None:
+            return top[0] if top else None
+        return inst[index] if index < len(inst) else None
 
     def _common_layout(self):
         """(type offset, type size, pid offset, pid size, end of the common fields): where

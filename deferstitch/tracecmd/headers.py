@@ -289,3 +289,155 @@ def _sized(what, width):
 _SECTIONS = {HEADER_INFO: _header_info, FTRACE_EVENTS: _ftrace_events,
              EVENT_FORMATS: _event_formats, KALLSYMS: _sized("kallsyms", 4),
              PRINTK: _sized("printk", 4), CMDLINES: _sized("cmdlines", 8)}
+
+
+# Where each CPU's ring-buffer data lies (v7), for our page reader (pages.py, _tracedat.c).
+#
+#   option BUFFER (3) / BUFFER_TEXT (22)   (trace-input.c handle_buffer_option; trace-output.c
+#                                            tcmd_out_add_buffer_option)
+#       u64 offset of its flyrecord section | name "\0" ("" the top buffer) | clock "\0"
+#       BUFFER only: u32 page size | u32 count | {u32 cpu, u64 offset, u64 size} * count
+#   flyrecord section: {u16 id 3, u16 flags, u32 string, u64 size}, then each CPU's data,
+#       page aligned; flags & 1: each CPU's data is a chunk table (trace-compress.c,
+#       tracecmd_compress_copy_from; trace-output.c writes PAGES_IN_CHUNK = 10 pages a chunk):
+#       u32 count | {u32 compressed size, u32 size, compressed bytes} * count
+#
+# libtracecmd decompresses one chunk at a time (trace-input.c read_zpage) and counts offsets in
+# the decompressed data: init_cpu_zpage puts the first CPU's at page_size, each next one at the
+# next page boundary after it (an instance continues after the top buffer's CPUs).
+OPTION_BUFFER, OPTION_BUFFER_TEXT = 3, 22
+
+
+class CpuData:
+    """One CPU's data: its cpu number, file offset and size (the BUFFER option's), and where it
+    is compressed its chunks [(file offset of the compressed bytes, compressed size, size)] up to
+    the first that does not hold inside the data and the file; that one is ``damage``, (file
+    offset, why) or None, for the walk to raise after the good chunks' records."""
+
+    __slots__ = ("cpu", "offset", "size", "chunks", "damage")
+
+    def __init__(self, cpu, offset, size, chunks=None, damage=None):
+        self.cpu, self.offset, self.size, self.chunks, self.damage = cpu, offset, size, chunks, damage
+
+    def __repr__(self):
+        return "CpuData(cpu %d at %#x, %d bytes, %s chunks%s)" % (
+            self.cpu, self.offset, self.size, "no" if self.chunks is None else len(self.chunks),
+            ", damage %r" % (self.damage,) if self.damage else "")
+
+
+class BufferData:
+    """A buffer's flyrecord (``name`` "" the top buffer): its page size, its compression (None,
+    "zstd", "zlib") and its CPUs ([CpuData] in the option's order); a latency buffer
+    (BUFFER_TEXT) has cpus None."""
+
+    __slots__ = ("name", "page_size", "compression", "cpus", "section")
+
+    def __init__(self, name, page_size, compression, cpus, section):
+        self.name, self.page_size, self.compression = name, page_size, compression
+        self.cpus, self.section = cpus, section
+
+    def __repr__(self):
+        return "BufferData(%r, %s, %r)" % (self.name, self.compression, self.cpus)
+
+
+def flyrecord(path, fd):
+    """[BufferData] of a v7 trace.dat, in the order of its options (libtracecmd's: the top
+    buffer, and its instances by index), every size checked (FormatError with its offset); None
+    for a v6 file (libtracecmd gives its CPU data offsets) or where an options section is
+    compressed with a zstd we have no module for."""
+    end = os.fstat(fd).st_size
+    r = _Reader(path, fd=fd, end=end)
+    pos = r.tag(0, MAGIC, "the magic")
+    text, pos = r.string(pos, "the version string")
+    if _strtol(text) < FILE_VERSION_SECTIONS or _strtol(text) > FILE_VERSION_MAX:
+        return None
+    flags = r.bytes(pos, 2, "the endian and long size bytes")
+    r.endian = ">" if flags[0] else "<"
+    _page, pos = r.number(pos + 2, 4, "the page size")
+    name, pos = r.string(pos, "the compression's name")
+    _ver, pos = r.string(pos, "the compression's version")
+    compression = None if name in (b"", b"none") else name.decode("ascii", "replace")
+    at, _p = r.number(pos, 8, "the offset of the first options section")
+    out, seen = [], set()
+    while at:
+        if at in seen or len(seen) > MAX_OPTION_SECTIONS:
+            r.fail(at, "the options sections point back to one another")
+        seen.add(at)
+        block, _sid = _section(r, at, "an options section")
+        if block is None:
+            return None
+        at = 0
+        for oid, opt in _each_option(block):
+            if oid == OPTION_DONE:
+                at = opt.number(opt.start, 8, "the next options section's offset")[0] \
+                    if opt.end - opt.start >= 8 else 0
+            elif oid in (OPTION_BUFFER, OPTION_BUFFER_TEXT):
+                out.append(_buffer(r, opt, oid, compression))
+    return out
+
+
+def _each_option(block):
+    """(id, a _Reader over its data) of each option of an options section, to DONE."""
+    pos = block.start
+    while True:
+        oid, pos = block.number(pos, 2, "an option's id")
+        size, pos = block.number(pos, 4, "option %d's size" % oid)
+        block.bytes(pos, size, "option %d" % oid)
+        yield oid, _Reader(block.path, fd=block.fd, data=block.data, start=pos, end=pos + size,
+                           base=block.base, endian=block.endian, scope="option %d" % oid)
+        if oid == OPTION_DONE:
+            return
+        pos += size
+
+
+def _buffer(r, opt, oid, compression):
+    """A BUFFER or BUFFER_TEXT option read (handle_buffer_option), its flyrecord section's
+    header and each CPU's data or chunk table checked."""
+    section, pos = opt.number(opt.start, 8, "the buffer's section offset")
+    name, pos = opt.string(pos, "the buffer's name")
+    _clock, pos = opt.string(pos, "the buffer's clock")
+    name = name.decode("utf-8", "replace")
+    if oid == OPTION_BUFFER_TEXT:
+        return BufferData(name, None, compression, None, section)
+    page_size, pos = opt.number(pos, 4, "the buffer's page size")
+    count, pos = opt.number(pos, 4, "the buffer's CPU count")
+    sid, p = r.number(section, 2, "buffer %r's flyrecord section" % name)
+    flags, p = r.number(p, 2, "buffer %r's flyrecord section" % name)
+    if sid != OPTION_BUFFER:
+        r.fail(section, "buffer %r's flyrecord section has id %d (3 expected)" % (name, sid))
+    compressed = bool(flags & SEC_FL_COMPRESS) and compression is not None
+    cpus = []
+    for _ in range(count):
+        cpu, pos = opt.number(pos, 4, "a CPU's number")
+        offset, pos = opt.number(pos, 8, "CPU %d's data offset" % cpu)
+        size, pos = opt.number(pos, 8, "CPU %d's data size" % cpu)
+        data = CpuData(cpu, offset, size)
+        if compressed and size:
+            data.chunks, data.damage = _chunks(r, cpu, offset, size)
+        cpus.append(data)
+    return BufferData(name, page_size, compression if compressed else None, cpus, section)
+
+
+def _chunks(r, cpu, offset, size):
+    """A CPU's chunk table (tracecmd_load_chunks_info): the chunks that lie inside its data and
+    the file, and the damage at the first one that does not (or None)."""
+    limit = min(offset + size, r.end)
+    where = "the file (%d bytes): truncated" % r.end if limit < offset + size else \
+        "CPU %d's data (%d bytes at %#x)" % (cpu, size, offset)
+    chunks = []
+    if offset + 4 > limit:
+        return chunks, (offset, "its chunk count at file offset %#x lies past the end of %s"
+                        % (offset, where))
+    count, pos = r.number(offset, 4, "CPU %d's chunk count" % cpu)
+    fmt = r.endian + "II"
+    for k in range(count):
+        if pos + 8 > limit:
+            return chunks, (pos, "chunk %d of %d: its header at file offset %#x lies past the "
+                            "end of %s" % (k, count, pos, where))
+        zsize, length = struct.unpack(fmt, r.bytes(pos, 8, "chunk %d's header" % k))
+        if pos + 8 + zsize > limit:
+            return chunks, (pos, "chunk %d of %d: its %d compressed bytes at file offset %#x "
+                            "run past the end of %s" % (k, count, zsize, pos + 8, where))
+        chunks.append((pos + 8, zsize, length))
+        pos += 8 + zsize
+    return chunks, None

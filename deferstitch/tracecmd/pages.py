@@ -2,7 +2,8 @@
 checked before anything reads it.
 
     walker(handle)  a _tracedat.Walker over the handle's CPUs: its records in time order, as
-                    libtracecmd gives them, or None (compressed data, the module not built)
+                    libtracecmd gives them, or None (the module not built, compressed data whose
+                    chunk table is not ours or whose library is not here)
     plan(handle)    the walk of every CPU alone to its end, before libtracecmd reads a page:
                     {cpu index: Budget(records, damage)}; libtracecmd is then asked for no more
                     than `records` of that CPU, so it never loads a page we found damaged. The
@@ -11,6 +12,11 @@ checked before anything reads it.
 
 Both readers stop at the same point: a CPU's damage is raised when its next record is taken
 up, right after its last good one was handed out (bridge.Trace reports what came before).
+
+Compressed CPU data (trace-cmd v7, zstd or zlib) is walked over its chunk table
+(headers.flyrecord), one chunk decompressed at a time, its offsets counting the decompressed
+data from where libtracecmd puts each CPU's (handle.extents), so that records carry the offsets
+libtracecmd gives them.
 """
 import os
 
@@ -48,16 +54,51 @@ def walker(handle, cpu_ids=None):
     """A Walker over the handle's CPU data (file offsets), or None where we cannot read it."""
     if _tracedat is None or not _readable(handle):
         return None
-    cpus = [((cpu_ids or {}).get(i, i), first, size)
-            for i, (first, size) in sorted(handle.extents.items())]
+    got = _layout(handle, use_c=True)
+    if got is None:
+        return None
+    cpus, compression = got
+    cpus = [((cpu_ids or {}).get(c[0], c[0]),) + tuple(c[1:]) for c in cpus]
     return _tracedat.Walker(handle.fd, handle.file_size, handle.page_size, handle.long_size,
-                            handle.big_endian, handle.common_layout, cpus)
+                            handle.big_endian, handle.common_layout, cpus, compression)
+
+
+def _decompressor(name, use_c):
+    """The C walker (use_c) or walk.py can decompress data of that compression here."""
+    return _tracedat.decompressor(name) if use_c else walk.decompressor(name)
+
+
+def _layout(handle, use_c):
+    """(cpus, compression) as the walkers take them: [(index, first, size)] of file offsets, or
+    for compressed data [(index, first, size, chunks, tail)], first where libtracecmd counts that
+    CPU's decompressed data from, chunks and tail from its chunk table (headers.flyrecord); None
+    where the data is not ours to walk: no table of ours (a v6 layout, an options section we
+    cannot decompress), one that libtracecmd counts otherwise, or no decompressor here."""
+    if handle.compression is None:
+        return [(i, first, size) for i, (first, size) in sorted(handle.extents.items())], None
+    fly, name = getattr(handle, "flyrecord", None), handle.compression
+    if fly is None or fly.compression != name or not _decompressor(name, use_c):
+        return None
+    by_cpu = {c.cpu: c for c in fly.cpus}
+    out = []
+    for i, (first, size) in sorted(handle.extents.items()):
+        c = by_cpu.pop(i, None)
+        if c is None or c.chunks is None:
+            return None
+        total = sum(length for _off, _zsize, length in c.chunks)
+        if c.damage is None and total != size:
+            return None                 # libtracecmd reads another table than ours
+        tail = None if c.damage is None else (first + total, c.damage[1])
+        out.append((i, first, size, c.chunks, tail))
+    if any(c.chunks and any(length for _o, _z, length in c.chunks) for c in by_cpu.values()):
+        return None                     # data libtracecmd does not show
+    return out, name
 
 
 def _readable(handle):
-    """The handle's CPU data can be walked by us (uncompressed, with CPUs), its header checked:
-    False, True, or FormatError where no page can be read."""
-    if handle.compression is not None or not handle.extents:
+    """The handle's CPU data can be walked by us (with CPUs), its header checked: False, True,
+    or FormatError where no page can be read."""
+    if not handle.extents:
         return False
     if handle.long_size not in (4, 8) or not 32 <= handle.page_size <= 1 << 26:
         raise FormatError(handle.path, _header_offset(handle.path), "the file's header gives a "
@@ -83,21 +124,26 @@ def scan(handle, use_c=None):
     """Each CPU of the handle walked alone to its end: [(cpu index, good records, damage or
     None, first record (ts, offset) or None)], by the C walker (use_c True, or None: when built
     and allowed) or its Python twin (walk.py, the definition); None where the data is not ours
-    to walk (compressed, no CPUs)."""
+    to walk (no CPUs, compressed data _layout() leaves to libtracecmd)."""
     if not _readable(handle):
         return None
     if use_c is None:
-        use_c = _tracedat is not None and accel_allowed()
+        use_c = _tracedat is not None and accel_allowed() and (
+            handle.compression is None or _decompressor(handle.compression, True))
     if use_c:
-        return walker(handle).scan()
-    cpus = [(i, first, size) for i, (first, size) in sorted(handle.extents.items())]
+        w = walker(handle)
+        return None if w is None else w.scan()
+    got = _layout(handle, use_c=False)
+    if got is None:
+        return None
+    cpus, compression = got
     return walk.scan(handle.fd, handle.file_size, handle.page_size, handle.long_size,
-                     handle.big_endian, handle.common_layout[4], cpus)
+                     handle.big_endian, handle.common_layout[4], cpus, compression)
 
 
 def plan(handle):
-    """{cpu index: Budget} from one walk of each CPU alone (scan()), or None (compressed data,
-    no CPUs): the C walker where it is built and allowed, else the Python one, so that
+    """{cpu index: Budget} from one walk of each CPU alone (scan()), or None (no CPUs, data
+    left to libtracecmd): the C walker where it is built and allowed, else the Python one, so that
     libtracecmd is handed no page found damaged on either path."""
     got = scan(handle)
     if got is None:

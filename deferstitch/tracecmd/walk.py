@@ -2,10 +2,14 @@
 held to (tests/test_tracecmd_pywalk.py), and what pages.plan() uses where the C module was not
 built (or DEFERSTITCH_ACCEL=0), so that libtracecmd is never handed a page found damaged.
 
-    scan(fd, file_size, page_size, long_size, big_endian, common_end, cpus)
+    scan(fd, file_size, page_size, long_size, big_endian, common_end, cpus, compression=None)
         cpus: [(cpu id, first, size), ...] (file offsets); gives, per CPU walked alone to its
         end, (cpu id, good records, (offset, why) or None, first record (ts, offset) or None),
-        as _tracedat.Walker(...).scan() does: the same counts, offsets and texts.
+        as _tracedat.Walker(...).scan() does: the same counts, offsets and texts. Compressed
+        ("zstd", "zlib"): [(cpu id, first, size, chunks, tail), ...], offsets counting the
+        decompressed data as libtracecmd does, chunks [(file offset of the compressed bytes,
+        compressed size, size)] (headers.flyrecord), tail None or (offset, why): the damage
+        that ended the chunk table. One chunk at a time is decompressed (_ChunkPages).
 
 The walk (libtraceevent's kbuffer-parse.c, step for step, as _tracedat.c):
 
@@ -18,6 +22,7 @@ The walk (libtraceevent's kbuffer-parse.c, step for step, as _tracedat.c):
 import os
 import struct
 import sys
+import zlib
 
 MISSING_EVENTS = 1 << 31
 MISSING_STORED = 1 << 30
@@ -25,6 +30,7 @@ COMMIT_MASK = (1 << 27) - 1
 TS_MSB = 0xf8 << 56
 T_PADDING, T_EXTEND, T_STAMP = 29, 30, 31
 U64 = (1 << 64) - 1
+MAX_CHUNK_PAGES = 16    # pages a chunk may hold (trace-cmd writes 10): _tracedat.c's
 
 
 def _hex(v):
@@ -38,35 +44,160 @@ class _Damage(Exception):
         self.off, self.why = off, why
 
 
-def _read_page(fd, off, ps):
-    """The page's bytes (pread to the full page, as load_page), or _Damage."""
+def _pread_all(fd, n, off, damage_at, what):
+    """n bytes at off (pread to the full count, as _tracedat.c), or _Damage at damage_at."""
     chunks, got = [], 0
-    while got < ps:
+    while got < n:
         try:
-            b = os.pread(fd, ps - got, off + got)
+            b = os.pread(fd, n - got, off + got)
         except InterruptedError:
             continue
         except OSError as e:
-            raise _Damage(off, "its page at %s cannot be read (%s): the file was cut while it "
-                          "was read?" % (_hex(off), os.strerror(e.errno) if e.errno else e))
+            raise _Damage(damage_at, "%s cannot be read (%s): the file was cut while it was "
+                          "read?" % (what, os.strerror(e.errno) if e.errno else e))
         if not b:
-            raise _Damage(off, "its page at %s cannot be read (%s): the file was cut while it "
-                          "was read?" % (_hex(off), "end of file"))
+            raise _Damage(damage_at, "%s cannot be read (%s): the file was cut while it was "
+                          "read?" % (what, "end of file"))
         chunks.append(b)
         got += len(b)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def scan(fd, file_size, page_size, long_size, big_endian, common_end, cpus):
+def _file_pages(fd, file_size, ps):
+    """The pages of uncompressed data: page(off), its bytes at file offset off (load_page)."""
+    def page(off):
+        if off > file_size - ps:
+            raise _Damage(off, "its page at %s runs past the end of the file (%d bytes): "
+                          "truncated" % (_hex(off), file_size))
+        return _pread_all(fd, ps, off, off, "its page at %s" % _hex(off))
+    return page
+
+
+class _ChunkPages:
+    """The pages of a compressed CPU: page(off), off counting its decompressed data from first;
+    its chunk decompressed when the walk enters it, one held at a time (_tracedat.c's
+    map_zpage and load_chunk, check for check)."""
+
+    def __init__(self, fd, ps, first, chunks, compression):
+        self.fd, self.ps, self.chunks, self.compression = fd, ps, chunks, compression
+        self.k, self.cstart, self.data = 0, first, None
+
+    def __call__(self, off):
+        chunks = self.chunks
+        while self.k < len(chunks) and off >= self.cstart + chunks[self.k][2]:
+            self.cstart += chunks[self.k][2]
+            self.k += 1
+            self.data = None
+        if self.k >= len(chunks):
+            raise _Damage(off, "its page at %s lies in no chunk" % _hex(off))
+        if self.data is None:
+            self.data = memoryview(self._load())
+        i = off - self.cstart
+        return self.data[i:i + self.ps]
+
+    def _load(self):
+        zoff, zsize, length = self.chunks[self.k]
+        at, ps = self.cstart, self.ps
+        if length % ps:
+            raise _Damage(at, "its chunk at file offset %s holds %d bytes, not a whole number "
+                          "of %d-byte pages" % (_hex(zoff), length, ps))
+        if length > MAX_CHUNK_PAGES * ps or zsize > length + length // 8 + 4096:
+            raise _Damage(at, "its chunk at file offset %s says %d bytes compressed to %d: more "
+                          "than a chunk of %d pages holds" % (_hex(zoff), length, zsize,
+                                                              MAX_CHUNK_PAGES))
+        raw = _pread_all(self.fd, zsize, zoff, at, "its chunk at file offset %s" % _hex(zoff))
+        data = decompress(self.compression, raw, length)
+        if data is None:
+            raise _Damage(at, "its chunk at file offset %s (%d bytes) does not decompress to the "
+                          "%d bytes it says (%s)" % (_hex(zoff), zsize, length, self.compression))
+        return data
+
+
+def decompressor(name):
+    """True where this Python can decompress CPU data of that compression (decompress())."""
+    if name == "zlib":
+        return True
+    if name != "zstd":
+        return False
+    try:
+        import zstandard  # noqa: F401
+        return True
+    except ImportError:
+        pass
+    try:
+        from compression import zstd  # noqa: F401   (Python 3.14)
+        return True
+    except ImportError:
+        return False
+
+
+def decompress(name, raw, size):
+    """raw decompressed to exactly size bytes, or None where it does not (a library error, or
+    another size): what _tracedat.c's decompress() accepts, ZSTD_decompress (every frame) or
+    zlib's uncompress (a zlib stream; bytes after its end ignored). Never more than size + 1
+    bytes are made, whatever raw says."""
+    if name == "zlib":
+        d = zlib.decompressobj()
+        try:
+            out = d.decompress(raw, size + 1)
+        except zlib.error:
+            return None
+        return out if d.eof and len(out) == size else None
+    try:
+        import zstandard
+    except ImportError:
+        return _zstd_stdlib(raw, size)
+    out = b""
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        while len(out) <= size:
+            more = reader.read(size + 1 - len(out))
+            if not more:
+                break
+            out += more
+    except zstandard.ZstdError:
+        return None
+    return out if len(out) == size else None
+
+
+def _zstd_stdlib(raw, size):
+    """decompress() of zstd with Python 3.14's compression.zstd: frame after frame."""
+    from compression import zstd
+    out = b""
+    while raw and len(out) <= size:
+        d = zstd.ZstdDecompressor()
+        try:
+            out += d.decompress(raw, max_length=size + 1 - len(out))
+        except zstd.ZstdError:
+            return None
+        if not d.eof:           # cut short, or more than size bytes
+            return None
+        raw = d.unused_data
+    return out if len(out) == size else None
+
+
+def scan(fd, file_size, page_size, long_size, big_endian, common_end, cpus, compression=None):
     if page_size < 32 or page_size > 1 << 26 or long_size not in (4, 8):
         raise ValueError("page size %d / long size %d" % (page_size, long_size))
+    if compression is not None and (compression not in ("zstd", "zlib")
+                                    or not decompressor(compression)):
+        raise ValueError("cannot decompress %s data" % compression)
     out = []
-    for cpu_id, first, size in cpus:
+    for cpu in cpus:
+        cpu_id, first, size = cpu[:3]
         end = first + size if size > 0 and first <= (1 << 63) - 1 - size else first
+        tail = None
+        if compression is None:
+            page = _file_pages(fd, file_size, page_size)
+        else:
+            chunks, tail = cpu[3], cpu[4]
+            total = sum(c[2] for c in chunks)
+            end = first + total if first <= (1 << 63) - 1 - total else first
+            page = _ChunkPages(fd, page_size, first, chunks, compression)
         n, damage, first_rec = 0, None, None
         try:
-            for ts, at in _records(fd, file_size, page_size, long_size, big_endian,
-                                   common_end, first, end):
+            for ts, at in _records(page, page_size, long_size, big_endian, common_end, first,
+                                   end, tail):
                 if first_rec is None:
                     first_rec = (ts, at)
                 n += 1
@@ -76,9 +207,10 @@ def scan(fd, file_size, page_size, long_size, big_endian, common_end, cpus):
     return out
 
 
-def _records(fd, file_size, ps, long_size, big, common_end, first, end):
-    """(ts, file offset) of each good record of one CPU's data [first, end); _Damage at the
-    first damage (td_advance and load_page of _tracedat.c)."""
+def _records(page, ps, long_size, big, common_end, first, end, tail=None):
+    """(ts, offset) of each good record of one CPU's data [first, end), its pages read by
+    page(off); _Damage at the first damage (td_advance and load_page of _tracedat.c), or tail's
+    past the last page."""
     e = ">" if big else "<"
     u32 = struct.Struct(e + "I").unpack_from
     u64 = struct.Struct(e + "Q").unpack_from
@@ -90,12 +222,10 @@ def _records(fd, file_size, ps, long_size, big, common_end, first, end):
     while True:
         off = first if page_off < 0 else page_off + ps
         if off >= end or off < first:
+            if tail is not None:
+                raise _Damage(*tail)
             return
-        # load_page
-        if off > file_size - ps:
-            raise _Damage(off, "its page at %s runs past the end of the file (%d bytes): "
-                          "truncated" % (_hex(off), file_size))
-        buf = _read_page(fd, off, ps)
+        buf = page(off)     # load_page
         page_off = off
         flags = rdlong(buf, 8)[0]
         ts = u64(buf, 0)[0]
