@@ -441,3 +441,20 @@ def _chunks(r, cpu, offset, size):
         chunks.append((pos + 8, zsize, length))
         pos += 8 + zsize
     return chunks, None
+
+
+def decompressed_offsets(buffer, start):
+    """({cpu: offset} where libtracecmd counts each compressed CPU's data from, the start of the
+    next buffer's): init_cpu_zpage puts each CPU with data, in cpu order, at start, the next at
+    the page boundary after it. start: the file's page size for the top buffer; an instance
+    starts where the top buffer ended (tracecmd_buffer_instance_handle copies the top handle,
+    its next_offset with it). Sizes past a damaged chunk are unknown: that CPU ends the map."""
+    ps, out = buffer.page_size, {}
+    for c in sorted(buffer.cpus or (), key=lambda c: c.cpu):
+        if not c.size or c.chunks is None:
+            continue
+        out[c.cpu] = start
+        if c.damage is not None:
+            return out, None
+        start = (start + sum(n for _o, _z, n in c.chunks) + ps - 1) // ps * ps
+    return out, start
