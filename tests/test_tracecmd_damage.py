@@ -66,8 +66,11 @@ def test_overrun_names_the_record(tmp_path):
     """The damaged record's size and where it is, and how many records came before it."""
     path = DATA / "trace-segv-small.dat"
     err = one_line_exit_2(run_cli("trace", "report", path), path)
+    # our page reader reads the compressed pages too: it names the page's commit (libtracecmd's
+    # way, DEFERSTITCH_ACCEL=0 with no walk, names the page)
     assert re.search(r"offset 0x[0-9a-f]+ of the zstd-decompressed data: CPU 0: an event of "
-                     r"\d+ bytes at byte \d+ of its page overruns the 4096-byte page", err), err
+                     r"\d+ bytes at byte \d+ of its page overruns the (4096-byte page|page's "
+                     r"\d+ bytes of events)", err), err
 
 
 def test_format_without_a_needed_field():
@@ -155,7 +158,8 @@ def test_damaged_compressed_data_is_incomplete(tmp_path):
             path.write_bytes(bytes(bad))
             p = run_cli("trace", "report", path, "--json")
             err = one_line_exit_2(p, path)
-            assert "incomplete" in err, err
+            # our reader names the chunk; libtracecmd's way ends the CPU there ("incomplete")
+            assert "incomplete" in err or "does not decompress" in err, err
             d = partial_report(p)
             assert 0 <= d["samples"] < full, (d["samples"], full)
 

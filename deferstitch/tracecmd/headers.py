@@ -420,9 +420,11 @@ def _buffer(r, opt, oid, compression):
 
 def _chunks(r, cpu, offset, size):
     """A CPU's chunk table (tracecmd_load_chunks_info): the chunks that lie inside its data and
-    the file, and the damage at the first one that does not (or None)."""
-    limit = min(offset + size, r.end)
-    where = "the file (%d bytes): truncated" % r.end if limit < offset + size else \
+    the file, and the damage at the first one that does not (or None). The data's size may leave
+    out the 4 bytes of the count: trace-cmd 3.1.6's tracecmd_compress_copy_from gives the
+    chunks' bytes alone as the size it writes (3.4 counts the count too)."""
+    limit = min(offset + size + 4, r.end)
+    where = "the file (%d bytes): truncated" % r.end if limit < offset + size + 4 else \
         "CPU %d's data (%d bytes at %#x)" % (cpu, size, offset)
     chunks = []
     if offset + 4 > limit:
