@@ -79,6 +79,7 @@ def test_same_bytes_on_every_trace_dat(synth, real_v6):
     carried = sorted(DATA.glob("*.dat")) + sorted((SHARED / "repro").glob("*.dat"))
     assert len(carried) >= 18, carried        # the repros of tests/data and tests/data/real/repro
     files = carried + list(synth.values()) + [real_v6, REAL]
+    files += sorted((DATA / "tracecmd-v7").glob("*-zstd.dat"))     # compressed: our chunks
     for path in files:
         both(path, "report", "--json")
         both(path, "script")

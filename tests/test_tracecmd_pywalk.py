@@ -87,12 +87,16 @@ def test_python_scan_is_the_c_scan_on_every_trace_dat(synth, real_v6):
     walker_built()
     files = carried() + sorted((CAPTURES / "ftrace").glob("*.dat")) + synth
     files += [real_v6] if real_v6 else []
-    walked = damaged = 0
+    files += sorted((DATA / "tracecmd-v7").glob("*.dat"))      # compressed: walked by chunks
+    walked = damaged = compressed = 0
     for path in files:
-        for c, _py in same_scan(path).values():
+        got = same_scan(path)
+        for c, _py in got.values():
             walked += c is not None
             damaged += any(d is not None for _i, _n, d, _f in c or ())
-    assert walked >= 10 and damaged >= 2, (walked, damaged)
+        compressed += b"zstd" in path.read_bytes()[:40] and any(
+            c is not None for c, _py in got.values())
+    assert walked >= 10 and damaged >= 2 and compressed >= 3, (walked, damaged, compressed)
 
 
 def _pages(path):
