@@ -721,7 +721,7 @@ class Kallsyms:
 
 
 # -- saved cmdlines -------------------------------------------------------------------------------
-_CMDLINE = re.compile(rb"[ \t\v\f\r]*([-+]?[0-9]+)[ \t\v\f\r]*([^ \t\v\f\r\n][^\n]*)")
+_CMDLINE = re.compile(rb"[ \t\v\f\r]*([-+]?[0-9]+)(?![0-9])[ \t\v\f\r]*([^ \t\v\f\r\n][^\n]*)")
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
