@@ -668,32 +668,44 @@ def _kallsyms_line(line):
     return addr, ch, line[start:i]
 
 
+_LINES = re.compile(rb"[^\n]+")
+
+
+def _sorted(keys, offsets, blob, code="Q"):
+    """(keys, offsets, blob) sorted by key as libtraceevent sorts its list: it prepends each
+    entry, then glibc 2.36's qsort (a stable merge sort) orders them, so equal keys come in
+    the reverse of the text's order."""
+    order = sorted(range(len(keys) - 1, -1, -1), key=keys.__getitem__)
+    out, where, names = array(code), array("I", [0]), bytearray()
+    for i in order:
+        out.append(keys[i])
+        names += blob[offsets[i]:offsets[i + 1]]
+        where.append(len(names))
+    return out, where, bytes(names)
+
+
 class Kallsyms:
     """The file's kallsyms as libtraceevent keeps it: addresses sorted (equal ones in the
     reverse of their order in the file: tep_register_function prepends, glibc 2.36's qsort is
     a stable merge sort), with names in one block. About 13 bytes a symbol plus its name."""
 
     def __init__(self, text):
-        text = bytes(text).split(b"\0", 1)[0]                   # strdup(kallsyms)
-        addrs, names = array("Q"), []
-        for line in text.split(b"\n"):                          # strtok_r(, "\n"): no empty ones
-            if not line:
-                continue
-            got = _kallsyms_line(line)
+        text = bytes(text)
+        nul = text.find(b"\0")
+        if nul >= 0:
+            text = text[:nul]                                   # strdup(kallsyms)
+        addrs, offsets, blob = array("Q"), array("I", [0]), bytearray()
+        for m in _LINES.finditer(text):                         # strtok_r(, "\n"): no empty ones
+            got = _kallsyms_line(m.group(0))
             if got is None:
                 break                                            # "Failed to parse kallsyms"
             addr, ch, name = got
             if name[:1] != b"$" and ch not in b"Aa":
                 addrs.append(addr)
-                names.append(name)
-        order = sorted(range(len(addrs) - 1, -1, -1), key=addrs.__getitem__)
-        self.addrs = array("Q", (addrs[i] for i in order))
-        self.offsets = array("I", [0])
-        blob = bytearray()
-        for i in order:
-            blob += names[i]
-            self.offsets.append(len(blob))
-        self.names = bytes(blob)
+                blob += name
+                offsets.append(len(blob))
+        del text
+        self.addrs, self.offsets, self.names = _sorted(addrs, offsets, blob)
 
     def __len__(self):
         return len(self.addrs)
@@ -730,24 +742,19 @@ class Cmdlines:
     the later line first), comms in one block; comm() is tep_data_comm_from_pid."""
 
     def __init__(self, text):
-        text = bytes(text).split(b"\0", 1)[0]
-        pids, comms = [], []
-        for line in text.split(b"\n"):
-            if not line:
-                continue
-            m = _CMDLINE.match(line)                            # sscanf("%d %m[^\n]s")
+        text = bytes(text)
+        nul = text.find(b"\0")
+        if nul >= 0:
+            text = text[:nul]
+        pids, offsets, blob = array("q"), array("I", [0]), bytearray()
+        for m in _LINES.finditer(text):
+            m = _CMDLINE.match(m.group(0))                      # sscanf("%d %m[^\n]s")
             if not m or not LONG_MIN <= int(m.group(1)) <= LONG_MAX:    # no match, ERANGE
                 break
             pids.append(_int(int(m.group(1))))
-            comms.append(m.group(2))
-        order = sorted(range(len(pids) - 1, -1, -1), key=pids.__getitem__)
-        self.pids = array("i", (pids[i] for i in order))
-        self.offsets = array("I", [0])
-        blob = bytearray()
-        for i in order:
-            blob += comms[i]
-            self.offsets.append(len(blob))
-        self.comms = bytes(blob)
+            blob += m.group(2)
+            offsets.append(len(blob))
+        self.pids, self.offsets, self.comms = _sorted(pids, offsets, blob, "i")
 
     def comm(self, pid):
         """find_cmdline: "<idle>" for pid 0, the comm glibc's bsearch lands on, else "<...>"."""
