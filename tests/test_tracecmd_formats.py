@@ -7,6 +7,7 @@ cmdlines and header_page texts, the verdict of the library itself (called in a c
 where a crash of the library is its verdict: ours must then be formats.Crashes).
 """
 import ast
+import copy
 import ctypes
 import faulthandler
 import os
@@ -360,7 +361,7 @@ def test_a_format_libtraceevent_crashes_on_is_refused_as_the_probe_refuses_it(tm
     from deferstitch.errors import FormatError
     from deferstitch.tracecmd import _ffi, formats
     td = S.deferred(None, build=True)
-    fmt = td.systems[0]
+    fmt = td.systems[0] = copy.copy(td.systems[0])     # not the module's own format
     text = fmt.text()
     fmt.text = lambda: text[:text.index("\n\n") + 2] + "\tfield:int x["
     bad = td.write(tmp_path / "cut.dat")
@@ -368,3 +369,68 @@ def test_a_format_libtraceevent_crashes_on_is_refused_as_the_probe_refuses_it(tm
         _ffi.Handle(str(bad))
     with pytest.raises(formats.Crashes):
         formats.Events(_meta(bad))
+
+
+# -- ownfile.OwnFile: the metadata half of _ffi.Handle, assembled -------------------------------
+def _own_and_theirs(path):
+    from deferstitch.tracecmd import _ffi, ownfile
+    h = _ffi.Handle(str(path))
+    try:
+        theirs = _handle_view(h)
+    finally:
+        h.close()
+    return _handle_view(ownfile.OwnFile(str(path))), theirs
+
+
+def _handle_view(h):
+    """What a handle says of its file's metadata, sampled where it answers per address/pid."""
+    return {"events": [e.key() for e in h.events()], "cpus": h.cpus, "long_size": h.long_size,
+            "page_size": h.page_size, "big_endian": h.big_endian, "compression": h.compression,
+            "formats_not_parsed": h.formats_not_parsed, "common_layout": h.common_layout,
+            "instances": h.instance_names(),
+            "comms": [h.comm(p) for p in range(-1, 300)],
+            "functions": [h.function(a) for a in range(0xffffffff80ffff00, 0xffffffff81200000,
+                                                       0x3f1)]}
+
+
+def test_ownfile_says_what_ffi_handle_says(traces):
+    need_bookworm_libtraceevent()
+    from deferstitch.errors import DeferstitchError
+    compared = 0
+    for path in traces:
+        try:
+            ours, theirs = _own_and_theirs(path)
+        except DeferstitchError:
+            continue
+        assert ours == theirs, (path, {k: (ours[k], theirs[k]) for k in ours
+                                       if ours[k] != theirs[k]})
+        compared += 1
+    assert compared >= 8, compared
+    assert any(_handle_view(ownfile_of(p))["instances"] for p in traces if "instances" in p.name)
+
+
+def ownfile_of(path):
+    from deferstitch.tracecmd import ownfile
+    return ownfile.OwnFile(str(path))
+
+
+def test_ownfile_opens_a_zlib_v7_file_that_libtracecmd_13_cannot(tmp_path):
+    """trace-cmd 3.4 (sid) converts to v7 with zlib; bookworm's libtracecmd refuses that file.
+    Ours reads it, and its metadata is the zstd conversion's (which libtracecmd reads)."""
+    from tracecmd_text import need_sid_run
+    need_bookworm_libtraceevent()
+    tool = need_sid_run()
+    from deferstitch.errors import DeferstitchError
+    from deferstitch.tracecmd import _ffi, ownfile
+    S.deferred(tmp_path / "d.dat")
+    for compression in ("zlib", "zstd"):
+        subprocess.run([tool, "trace-cmd", "convert", "-i", "./d.dat", "-o", "./%s.dat" % compression,
+                        "--file-version", "7", "--compression", compression], check=True,
+                       capture_output=True, cwd=tmp_path)
+    with pytest.raises(DeferstitchError):
+        _ffi.Handle(str(tmp_path / "zlib.dat"))
+    zlib_view = _handle_view(ownfile.OwnFile(str(tmp_path / "zlib.dat")))
+    assert zlib_view["compression"] == "zlib"
+    ours, theirs = _own_and_theirs(tmp_path / "zstd.dat")
+    assert ours == theirs
+    assert dict(zlib_view, compression="zstd") == theirs
