@@ -4,6 +4,8 @@ pages where it can, libtracecmd where it cannot (compressed files, the C module 
 
     _ffi.py     ctypes over libtracecmd.so.1 / libtraceevent.so.1: the only module with C pointers
     headers.py  the file's metadata walked, every size checked, before libtracecmd reads it
+    formats.py  event formats, kallsyms, cmdlines parsed as libtraceevent 1.7.1 does (our own)
+    ownfile.py  OwnFile: the metadata half of _ffi.Handle from those two, no libtracecmd
     pages.py    our page reader (_tracedat.c): every page checked before anything reads it
     walk.py     the page walker's checks in Python (the C scan's twin): pages.plan without C
     bridge.py   Trace / Event: events in time order across CPUs, fields decoded by name

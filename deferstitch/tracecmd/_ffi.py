@@ -22,20 +22,13 @@ import signal
 
 from ..errors import DeferstitchError, FormatError
 from . import headers, pages
+# the values events() gives, and libtraceevent's field flags: formats.py parses the same texts
+from .formats import (EventDesc, FieldDesc, TEP_FIELD_IS_ARRAY, TEP_FIELD_IS_DYNAMIC,  # noqa: F401
+                      TEP_FIELD_IS_FLAG, TEP_FIELD_IS_LONG, TEP_FIELD_IS_POINTER,
+                      TEP_FIELD_IS_RELATIVE, TEP_FIELD_IS_SIGNED, TEP_FIELD_IS_STRING,
+                      TEP_FIELD_IS_SYMBOLIC)
 
 TRACECMD_FL_LOAD_NO_PLUGINS = 1 << 0   # enum tracecmd_open_flags (trace-cmd.h)
-
-# unsigned long flags of struct tep_format_field (event-parse.h, enum tep_format_flags)
-TEP_FIELD_IS_ARRAY = 1
-TEP_FIELD_IS_POINTER = 2
-TEP_FIELD_IS_SIGNED = 4
-TEP_FIELD_IS_STRING = 8
-TEP_FIELD_IS_DYNAMIC = 16
-TEP_FIELD_IS_LONG = 32
-TEP_FIELD_IS_FLAG = 64
-TEP_FIELD_IS_SYMBOLIC = 128
-TEP_FIELD_IS_RELATIVE = 256
-
 
 # struct tep_record {                 /* traceevent/event-parse.h, 1.7.1 and 1.9.0 */
 #   unsigned long long ts, offset;
@@ -167,30 +160,6 @@ class _Api:
 
 
 api = _Api()
-
-
-class FieldDesc:
-    """One field of an event format, copied out of struct tep_format_field."""
-
-    __slots__ = ("name", "type", "offset", "size", "arraylen", "elementsize", "flags")
-
-    def __init__(self, name, type_, offset, size, arraylen, elementsize, flags):
-        self.name, self.type, self.offset, self.size = name, type_, offset, size
-        self.arraylen, self.elementsize, self.flags = arraylen, elementsize, flags
-
-    def __repr__(self):
-        return "FieldDesc(%s %s off %d size %d flags %#x)" % (self.type, self.name, self.offset,
-                                                               self.size, self.flags)
-
-
-class EventDesc:
-    """An event format: id, system, name, common fields and fields (in format order)."""
-
-    __slots__ = ("id", "system", "name", "common", "fields", "print_fmt")
-
-    def __init__(self, id_, system, name, common, fields, print_fmt):
-        self.id, self.system, self.name = id_, system, name
-        self.common, self.fields, self.print_fmt = common, fields, print_fmt
 
 
 def _fields(p):

@@ -39,14 +39,52 @@ FILE_VERSION_SECTIONS = FILE_VERSION_MAX = 7     # older versions: v6's layout (
 MAX_OPTION_SECTIONS = 1 << 16   # a chain of options sections that loops is damage
 
 
+class Meta:
+    """What the walk found, kept by collect(): the texts libtracecmd hands libtraceevent
+    (bytes, as in the file) and the numbers of the file's header. Each ``*_at`` is where an
+    error about that text is placed: its file offset, or its compressed section's."""
+
+    __slots__ = ("version", "big_endian", "long_size", "page_size", "compression",
+                 "compression_version", "header_page", "header_event", "ftrace", "events",
+                 "kallsyms", "kallsyms_at", "printk", "cmdlines", "cmdlines_at", "cpus",
+                 "options", "data_kind", "data_at")
+
+    def __init__(self):
+        self.version = self.long_size = self.page_size = self.cpus = None
+        self.big_endian = False
+        self.compression = self.compression_version = None     # v7: the name; "none" kept
+        self.header_page = self.header_event = self.kallsyms = self.printk = self.cmdlines = b""
+        self.kallsyms_at = self.cmdlines_at = self.data_at = None
+        self.ftrace = []        # [(file offset, format text)]: system "ftrace"
+        self.events = []        # [(system, file offset, format text)] in file order
+        self.options = []       # [(id, file offset, data)] in file order, DONE excepted
+        self.data_kind = None   # v6: b"flyrecord" or b"latency" (v7: in its own sections)
+
+    def __repr__(self):
+        return ("Meta(v%s %s long %s page %s compression %s, %d ftrace + %d event formats, "
+                "kallsyms %d, printk %d, cmdlines %d bytes, %d options)"
+                % (self.version, "big" if self.big_endian else "little", self.long_size,
+                   self.page_size, self.compression, len(self.ftrace), len(self.events),
+                   len(self.kallsyms), len(self.printk), len(self.cmdlines), len(self.options)))
+
+
 class _Reader:
     """Bounded reads at an offset, over the file or over a section's decompressed block.
-    An error names the file offset pos, or in a decompressed block the block's own (base)."""
+    An error names the file offset pos, or in a decompressed block the block's own (base).
+    ``meta``: a Meta the walk fills (collect()), or None (check(): sizes only, nothing read)."""
 
     def __init__(self, path, fd=None, data=None, start=0, end=None, base=None, endian="<",
-                 scope="file"):
+                 scope="file", meta=None):
         self.path, self.fd, self.data, self.start, self.end = path, fd, data, start, end
-        self.base, self.endian, self.scope = base, endian, scope
+        self.base, self.endian, self.scope, self.meta = base, endian, scope, meta
+
+    def at(self, pos):
+        """The file offset an error about pos names (a decompressed block: its section's)."""
+        return pos if self.base is None else self.base
+
+    def keep(self, start, end, what):
+        """The bytes start..end, read only when collecting."""
+        return self.bytes(start, end - start, what) if self.meta is not None else b""
 
     def extent(self):
         """What the reads are bounded by, in words: the file, or a section of the file."""
@@ -98,8 +136,19 @@ class _Reader:
 def check(path, fd):
     """Raise FormatError (with the offset) where the metadata of the trace.dat open on fd does
     not hold inside the file; return its file version."""
+    meta = _walk(path, fd, None)
+    return meta and meta.version
+
+
+def collect(path, fd):
+    """check()'s walk, keeping what it passes: a Meta, or None where libtracecmd refuses the
+    version itself. The texts are read here; the formats are formats.py's to parse."""
+    return _walk(path, fd, Meta())
+
+
+def _walk(path, fd, meta):
     end = os.fstat(fd).st_size
-    r = _Reader(path, fd=fd, end=end)
+    r = _Reader(path, fd=fd, end=end, meta=meta)
     pos = r.tag(0, MAGIC, "the magic")
     text, pos = r.string(pos, "the version string")
     version = _strtol(text)
@@ -107,12 +156,15 @@ def check(path, fd):
         return None                 # libtracecmd refuses it itself, with no read to trust
     flags = r.bytes(pos, 2, "the endian and long size bytes")
     r.endian = ">" if flags[0] else "<"
-    _page, pos = r.number(pos + 2, 4, "the page size")
+    page, pos = r.number(pos + 2, 4, "the page size")
+    meta = meta or Meta()
+    meta.version, meta.big_endian, meta.long_size, meta.page_size = (
+        version, bool(flags[0]), flags[1], page)
     if version < FILE_VERSION_SECTIONS:
         _v6(r, pos)
     else:
         _v7(r, pos)
-    return version
+    return meta
 
 
 def _strtol(text):
@@ -127,7 +179,7 @@ def _v6(r, pos):
     """The metadata in line, as read_headers_v6 takes it, then the options and the data kind."""
     for which in (HEADER_INFO, FTRACE_EVENTS, EVENT_FORMATS, KALLSYMS, PRINTK, CMDLINES):
         pos = _SECTIONS[which](r, pos)
-    _n, pos = r.number(pos, 4, "the CPU count")
+    cpus, pos = r.number(pos, 4, "the CPU count")
     kind = r.bytes(pos, 10, "the data kind")
     pos += 10
     if kind.startswith(b"options"):
@@ -135,11 +187,16 @@ def _v6(r, pos):
         kind = r.bytes(pos, 10, "the data kind")
     if not (kind.startswith(b"flyrecord") or kind.startswith(b"latency")):
         r.fail(pos, "expected 'flyrecord' or 'latency' here, found %r" % kind)
+    if r.meta is not None:
+        r.meta.cpus, r.meta.data_kind, r.meta.data_at = cpus, kind.rstrip(b" \0"), pos + 10
 
 
 def _v7(r, pos):
-    _name, pos = r.string(pos, "the compression's name")
-    _ver, pos = r.string(pos, "the compression's version")
+    name, pos = r.string(pos, "the compression's name")
+    ver, pos = r.string(pos, "the compression's version")
+    if r.meta is not None:
+        r.meta.compression = name.decode("utf-8", "replace")
+        r.meta.compression_version = ver.decode("utf-8", "replace")
     first, pos = r.number(pos, 8, "the offset of the first options section")
     _strings(r, pos)
     sections, seen, at = {}, set(), first
@@ -170,7 +227,8 @@ def _section(r, at, what):
     _desc, pos = r.number(pos, 4, what)
     start, end = r.sized(pos, 8, what)
     if not flags & SEC_FL_COMPRESS:
-        return _Reader(r.path, fd=r.fd, start=start, end=end, endian=r.endian, scope="section"), sid
+        return _Reader(r.path, fd=r.fd, start=start, end=end, endian=r.endian, scope="section",
+                       meta=r.meta), sid
     csize, p = r.number(start, 4, "the compressed block of " + what)
     rsize, p = r.number(p, 4, "the compressed block of " + what)
     if p + csize > end:
@@ -178,7 +236,8 @@ def _section(r, at, what):
     data = _decompress(r, start, r.bytes(p, csize, "the compressed block of " + what), rsize)
     if data is None:
         return None, sid
-    return _Reader(r.path, data=data, end=len(data), base=at, endian=r.endian, scope="section"), sid
+    return _Reader(r.path, data=data, end=len(data), base=at, endian=r.endian, scope="section",
+                   meta=r.meta), sid
 
 
 def _decompress(r, at, raw, size):
@@ -240,6 +299,8 @@ def _options(r, pos, v7):
             return pos, sections, 0
         size, pos = r.number(pos, 4, "option %d's size" % oid)
         data = r.bytes(pos, size, "option %d" % oid)
+        if r.meta is not None and oid != OPTION_DONE:
+            r.meta.options.append((oid, r.at(pos), data))
         if v7 and oid in _SECTIONS and size >= 8:
             sections[oid] = struct.unpack_from(r.endian + "Q", data)[0]
         pos += size
@@ -251,15 +312,21 @@ def _options(r, pos, v7):
 
 def _header_info(r, pos):
     pos = r.tag(pos, b"header_page\0", "the header_page section")
-    _start, pos = r.sized(pos, 8, "header_page")
+    start, pos = r.sized(pos, 8, "header_page")
+    page = r.keep(start, pos, "header_page")
     pos = r.tag(pos, b"header_event\0", "the header_event section")
-    return r.sized(pos, 8, "header_event")[1]
+    start, pos = r.sized(pos, 8, "header_event")
+    if r.meta is not None:
+        r.meta.header_page, r.meta.header_event = page, r.keep(start, pos, "header_event")
+    return pos
 
 
 def _ftrace_events(r, pos):
     count, pos = r.number(pos, 4, "the count of ftrace formats")
     for i in range(count):
-        _start, pos = r.sized(pos, 8, "ftrace format %d" % i)
+        start, pos = r.sized(pos, 8, "ftrace format %d" % i)
+        if r.meta is not None:
+            r.meta.ftrace.append((r.at(start - 8), r.keep(start, pos, "ftrace format %d" % i)))
     return pos
 
 
@@ -269,7 +336,9 @@ def _event_formats(r, pos):
         name, pos = r.string(pos, "an event system's name")
         count, pos = r.number(pos, 4, "the count of %s's formats" % _shown(name))
         for i in range(count):
-            _start, pos = r.sized(pos, 8, "format %d of %s" % (i, _shown(name)))
+            start, pos = r.sized(pos, 8, "format %d of %s" % (i, _shown(name)))
+            if r.meta is not None:
+                r.meta.events.append((name, r.at(start - 8), r.keep(start, pos, "a format")))
     return pos
 
 
@@ -280,9 +349,15 @@ def _shown(name):
 
 def _sized(what, width):
     """A block of text after its size (kallsyms, printk: u32; cmdlines: u64): libtracecmd
-    allocates size + 1, so a size that does not fit in the file wraps that to nothing."""
+    allocates size + 1, so a size that does not fit in the file wraps that to nothing.
+    Collected into Meta.<what> (and <what>_at, where it has one: its size field's offset)."""
     def walk(r, pos):
-        return r.sized(pos, width, what)[1]
+        start, end = r.sized(pos, width, what)
+        if r.meta is not None:
+            setattr(r.meta, what, r.keep(start, end, what))
+            if what + "_at" in Meta.__slots__:
+                setattr(r.meta, what + "_at", r.at(pos))
+        return end
     return walk
 
 
