@@ -86,7 +86,7 @@ def test_real_zstd_capture_gives_its_v6_outputs(tmp_path):
         pytest.skip("trace-cmd not installed: apt-get install trace-cmd")
     from deferstitch.tracecmd.bridge import Trace
     with Trace(REAL) as t:
-        assert t._h.compression == "zstd" and t._h.walker is not None
+        assert t.handles["top"].compression == "zstd" and t.handles["top"].walker is not None
     orig = tmp_path / "real-v6.dat"
     subprocess.run(["trace-cmd", "convert", "-i", str(REAL), "-o", str(orig), "--file-version",
                     "6", "--compression", "none"], check=True, capture_output=True)
@@ -103,7 +103,7 @@ def _layout(path, like):
     from deferstitch.tracecmd import headers
     from deferstitch.tracecmd.bridge import Trace
     with Trace(like) as t:
-        h = t._h
+        h = t.handles["top"]
         head = (h.page_size, h.long_size, h.big_endian, h.common_layout)
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -287,5 +287,5 @@ def test_a_missing_library_leaves_it_to_libtracecmd(monkeypatch):
         want = [(ev.ts, ev.cpu, ev.offset) for ev in t]
     monkeypatch.setattr(pages._tracedat, "decompressor", lambda name: False, raising=False)
     with Trace(REAL) as t:
-        assert t._h.walker is None and t._h._plan is not None
+        assert t.handles["top"].walker is None and t.handles["top"]._plan is not None
         assert [(ev.ts, ev.cpu, ev.offset) for ev in t] == want

@@ -90,7 +90,7 @@ def _pages(path):
     """[(cpu, file offset of each page)] of the top buffer, as the walker reads them."""
     from deferstitch.tracecmd.bridge import Trace
     with Trace(path) as t:
-        h = t._h
+        h = t.handles["top"]
         return [(cpu, first + k * h.page_size) for cpu, (first, size) in sorted(h.extents.items())
                 for k in range((size + h.page_size - 1) // h.page_size)]
 
@@ -172,7 +172,7 @@ def test_equal_times_go_out_lower_cpu_first(tmp_path, monkeypatch):
     for mode in ("0", "1"):
         monkeypatch.setenv("DEFERSTITCH_ACCEL", mode)
         with Trace(path) as t:
-            assert (t._h._walk is not None) == (mode == "1")
+            assert (t.handles["top"]._walk is not None) == (mode == "1")
             seqs.append([(ev.ts, ev.cpu, ev.offset) for ev in t])
     assert seqs[0] == seqs[1]
     assert [cpu for _ts, cpu, _off in seqs[0][:9]] == [0, 0, 0, 1, 1, 1, 2, 2, 2]

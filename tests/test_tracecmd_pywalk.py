@@ -102,7 +102,7 @@ def test_python_scan_is_the_c_scan_on_every_trace_dat(synth, real_v6):
 def _pages(path):
     from deferstitch.tracecmd.bridge import Trace
     with Trace(path) as t:
-        h = t._h
+        h = t.handles["top"]
         return [first + k * h.page_size for _cpu, (first, size) in sorted(h.extents.items())
                 for k in range((size + h.page_size - 1) // h.page_size)]
 
@@ -145,7 +145,7 @@ def test_python_scan_is_the_c_scan_on_each_check(synth, tmp_path):
     from deferstitch.tracecmd import walk
     from deferstitch.tracecmd.bridge import Trace
     with Trace(path) as t:
-        h = t._h
+        h = t.handles["top"]
         head = (h.page_size, h.long_size, h.big_endian)
         layout, extents = h.common_layout, sorted(h.extents.items())
     cut = _damaged(path, tmp_path, "cut", lambda d: d.__delitem__(slice(page + 100, None)))

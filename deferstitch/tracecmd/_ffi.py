@@ -235,7 +235,7 @@ def open_checked(path, magic=True):
     return fd
 
 
-class Handle:
+class Handle(pages.WalkedBuffer):
     """An open trace.dat (struct tracecmd_input), plugins not loaded: we only decode. With
     ``parent`` and ``index``: that file's buffer instance ``index`` (``trace-cmd record -B``),
     its own per-CPU data, the parent's event formats (libtracecmd copies the parent handle and
@@ -385,7 +385,7 @@ class Handle:
         libtracecmd reads that CPU's next record anyway to order the CPUs."""
         self._check()
         if self._walk is not None:
-            return self._walk.peek(self._ids.get(cpu, cpu))
+            return super().peek(cpu)
         if self._plan is not None and self._spent(cpu):
             return None             # its next page is damaged: libtracecmd must not load it
         self._unchanged()
@@ -412,14 +412,7 @@ class Handle:
         when the kernel said events were lost without a count."""
         self._check()
         if self._walk is not None:
-            try:
-                r = self._walk.next()
-            except pages.Damaged as err:
-                self._unchanged()
-                raise self._damaged(*err.args) from None
-            if r is not None:
-                self.records += 1
-            return r
+            return super().next_record()
         if self._new_page:
             self._unchanged()
         if self._unreadable is not None:
@@ -449,38 +442,16 @@ class Handle:
 
     def iter_records(self):
         """next_record() to the end, as a generator: through our walker, its C iterator."""
-        w = self._walk
-        if w is None:
-            nxt = self.next_record
-            while True:
-                r = nxt()
-                if r is None:
-                    return
-                yield r
-        self._check()
-        try:
-            yield from w
-        except pages.Damaged as err:
-            raise self.walked(err) from None
-        self.walked()
-
-    @property
-    def walker(self):
-        """Our page reader's walker over this buffer (pages.walker), or None: libtracecmd reads."""
-        return self._walk
-
-    def walker_cpus(self):
-        """The CPU number the records of each of the walker's CPUs carry, by its index."""
-        return [self._ids.get(i, i) for i in range(self.cpus)]
-
-    def walked(self, damaged=None):
-        """The walker went through this buffer elsewhere (the C feed, tracecmd/engine.py): its
-        count taken, and for ``damaged`` (pages.Damaged) the error iter_records would raise."""
-        self.records = self._walk.records
-        if damaged is not None:
-            self._unchanged()
-            return self._damaged(*damaged.args)
-        return None
+        if self._walk is not None:
+            self._check()
+            yield from super().iter_records()
+            return
+        nxt = self.next_record
+        while True:
+            r = nxt()
+            if r is None:
+                return
+            yield r
 
     def _spent(self, cpu):
         """The CPU gave every record the walk found good before its damage (or its end)."""
@@ -508,10 +479,6 @@ class Handle:
         self._taken[best] += 1
         return api.tracecmd_read_data(self._h, best)
 
-    def _damaged(self, cpu, offset, why):
-        return self.error(offset, "CPU %d: %s: damaged ring-buffer page (%d records read before "
-                          "it)" % (cpu, why, self.records))
-
     def _fits(self, rp, r):
         """The record lies inside the page libtracecmd holds it in: kbuffer takes an event's
         length from the event itself (a damaged one says 64 MB or 2 GB), and copying that much
@@ -530,27 +497,6 @@ class Handle:
                 size & 0xFFFFFFFF, data - page if page and data else -1, self.page_size)
         raise self.error(r.offset, "CPU %d: %s: damaged ring-buffer page (%d records read before "
                           "it)" % (r.cpu, why, self.records))
-
-    def error(self, offset, message):
-        """A FormatError at a record's data offset: a file offset, except in a compressed file,
-        where offsets count the decompressed data (then the offset goes in the text)."""
-        if self.compression is None:
-            return FormatError(self.path, offset, message)
-        return FormatError(self.path, None, "offset %#x of the %s-decompressed data: %s"
-                           % (offset, self.compression, message))
-
-    def _unchanged(self):
-        """The file has not shrunk since it was opened: libtracecmd maps its pages, and a page
-        past the new end is SIGBUS (an uncompressed file) or a silent end of data (compressed).
-        Checked before each record of an uncompressed file (its pages are mapped from the file:
-        a cut takes away the page being read too); in a compressed one (pages decompressed into
-        memory) only before going on after a record that began a new page, as an fstat costs
-        a quarter of the read time. A cut made between the check and the read can still win."""
-        size = os.fstat(self._fd).st_size
-        if size < self.file_size:
-            raise FormatError(self.path, size, "the file was cut from %d to %d bytes while it was "
-                              "read: incomplete, stopped after %d records"
-                              % (self.file_size, size, self.records))
 
     def _complete(self):
         """At the end of data: each CPU was read to its last pages. libtracecmd ends a CPU

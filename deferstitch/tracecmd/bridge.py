@@ -23,7 +23,7 @@ import heapq
 import os
 import struct
 
-from . import _ffi
+from . import _ffi, ownfile
 from ..errors import FormatError
 from ._ffi import (TEP_FIELD_IS_ARRAY, TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATIVE,
                    TEP_FIELD_IS_SIGNED, TEP_FIELD_IS_STRING)
@@ -247,18 +247,30 @@ class Trace:
         os.close(_ffi.open_checked(self.path))      # the file's faults before the library's
         if quiet:
             _ffi.quiet()
-        self._h = _ffi.Handle(self.path, probe)
-        self.cpus, self.long_size = self._h.cpus, self._h.long_size
-        self.endian = ">" if self._h.big_endian else "<"
-        self.types = {d.id: EventType(d, self.long_size, self.endian) for d in self._h.events()}
-        self.formats_not_parsed = self._h.formats_not_parsed
+        # ours where our walker reads the whole file (ownfile.py), else libtracecmd's
+        own = ownfile.open_walked(self.path)
+        if own is None:
+            try:
+                self._file = _ffi.Handle(self.path, probe)
+            except FormatError:     # a compression it lacks (zlib, for libtracecmd 1.3)?
+                own = ownfile.open_walked(self.path, python=True)
+                if own is None:
+                    raise
+        self._file = own or self._file
+        self.cpus, self.long_size = self._file.cpus, self._file.long_size
+        self.endian = ">" if self._file.big_endian else "<"
+        self.types = {d.id: EventType(d, self.long_size, self.endian) for d in self._file.events()}
+        self.formats_not_parsed = self._file.formats_not_parsed
         # buffer name -> handle: the top buffer, then the instances in the file's order
-        self.handles = {TOP: self._h}
         self.unreadable = []        # FormatErrors of instances libtracecmd could not open
+        if own is not None:
+            self.handles = dict(zip([TOP] + own.instance_names(), own.buffers()))
+            return
+        self.handles = {TOP: self._file}
         try:
-            for i, name in enumerate(self._h.instance_names()):
+            for i, name in enumerate(self._file.instance_names()):
                 try:
-                    self.handles[name] = _ffi.Handle(self.path, parent=self._h, index=i)
+                    self.handles[name] = _ffi.Handle(self.path, parent=self._file, index=i)
                 except FormatError as err:      # the other buffers are still read, then this
                     self.unreadable.append(err)
         except BaseException:
@@ -286,7 +298,7 @@ class Trace:
     def error(self, offset, message):
         """A FormatError about the record at data ``offset`` (a file offset unless the file is
         compressed: then the offset goes in the text)."""
-        return self._h.error(offset, message)
+        return self._file.error(offset, message)
 
     def find_type(self, system, name):
         for t in self.types.values():
@@ -295,14 +307,14 @@ class Trace:
         return None
 
     def comm(self, pid):
-        return self._h.comm(pid)
+        return self._file.comm(pid)
 
     def function(self, addr):
-        return self._h.function(addr)
+        return self._file.function(addr)
 
     def __iter__(self):
         if len(self.handles) == 1:
-            yield from self._events(TOP, self._h)
+            yield from self._events(TOP, self.handles[TOP])
         else:
             # time order across buffers too, as trace-cmd report merges its handles (equal
             # times: the top buffer first, then the instances in the file's order)
@@ -312,7 +324,7 @@ class Trace:
             raise self.unreadable[0]
 
     def _events(self, buffer, h):
-        types, comm, comms = self.types, self._h.comm, {}
+        types, comm, comms = self.types, self._file.comm, {}
         for ts, cpu, missed, type_id, pid, offset, data in h.iter_records():
             c = comms.get(pid)
             if c is None:
@@ -322,7 +334,7 @@ class Trace:
     def close(self):
         for h in reversed(list(getattr(self, "handles", {}).values())):
             h.close()
-        self._h.close()
+        self._file.close()
 
     def __enter__(self):
         return self

@@ -50,7 +50,7 @@ def usable(trace):
     """The engine reads this file: built, allowed, our page reader walking every buffer."""
     return (pages.available() and pages.Feed is not None and pages.accel_allowed()
             and os.environ.get("DEFERSTITCH_TRACE_FEED") != "python" and not trace.unreadable
-            and all(getattr(h, "walker", None) is not None for h in trace.handles.values())
+            and all(pages.is_c_walker(getattr(h, "walker", None)) for h in trace.handles.values())
             and all(0 <= i <= MAX_TYPE_ID for i in trace.types))
 
 

@@ -687,14 +687,15 @@ def _sorted(keys, offsets, blob, code="Q"):
 class Kallsyms:
     """The file's kallsyms as libtraceevent keeps it: addresses sorted (equal ones in the
     reverse of their order in the file: tep_register_function prepends, glibc 2.36's qsort is
-    a stable merge sort), with names in one block. About 13 bytes a symbol plus its name."""
+    a stable merge sort), with names in one block in the file's order. About 17 bytes a
+    symbol plus its name."""
 
     def __init__(self, text):
         text = bytes(text)
         nul = text.find(b"\0")
         if nul >= 0:
             text = text[:nul]                                   # strdup(kallsyms)
-        addrs, offsets, blob = array("Q"), array("I", [0]), bytearray()
+        addrs, starts, blob = array("Q"), array("I", [0]), bytearray()
         for m in _LINES.finditer(text):                         # strtok_r(, "\n"): no empty ones
             got = _kallsyms_line(m.group(0))
             if got is None:
@@ -703,15 +704,19 @@ class Kallsyms:
             if name[:1] != b"$" and ch not in b"Aa":
                 addrs.append(addr)
                 blob += name
-                offsets.append(len(blob))
+                starts.append(len(blob))
         del text
-        self.addrs, self.offsets, self.names = _sorted(addrs, offsets, blob)
+        self._order = array("I", sorted(range(len(addrs) - 1, -1, -1), key=addrs.__getitem__))
+        self.addrs = array("Q", map(addrs.__getitem__, self._order))
+        self._starts, self._blob = starts, bytes(blob)
 
     def __len__(self):
         return len(self.addrs)
 
     def name(self, i):
-        return self.names[self.offsets[i]:self.offsets[i + 1]].decode("utf-8", "replace")
+        """The name of the i-th symbol in address order."""
+        j = self._order[i]
+        return self._blob[self._starts[j]:self._starts[j + 1]].decode("utf-8", "replace")
 
     def function(self, addr):
         """tep_find_function: glibc's bsearch with func_bcmp over the sorted map and its

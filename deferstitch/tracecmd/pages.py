@@ -50,17 +50,30 @@ def accel_allowed():
     return os.environ.get("DEFERSTITCH_ACCEL") != "0"
 
 
-def walker(handle, cpu_ids=None):
-    """A Walker over the handle's CPU data (file offsets), or None where we cannot read it."""
-    if _tracedat is None or not _readable(handle):
+def walker(handle, cpu_ids=None, python=False):
+    """A Walker over the handle's CPU data, or None where we cannot read it: the C one, or
+    with ``python`` its twin in walk.py (slower: for where neither the C module nor
+    libtracecmd reads the file)."""
+    if (_tracedat is None and not python) or not _readable(handle):
         return None
-    got = _layout(handle, use_c=True)
+    got = _layout(handle, use_c=not python)
     if got is None:
         return None
     cpus, compression = got
     cpus = [((cpu_ids or {}).get(c[0], c[0]),) + tuple(c[1:]) for c in cpus]
-    return _tracedat.Walker(handle.fd, handle.file_size, handle.page_size, handle.long_size,
-                            handle.big_endian, handle.common_layout, cpus, compression)
+    make = walk.Walker if python else _tracedat.Walker
+    return make(handle.fd, handle.file_size, handle.page_size, handle.long_size,
+                handle.big_endian, handle.common_layout, cpus, compression)
+
+
+def is_c_walker(w):
+    """w is the C module's Walker (the C feed reads it), not walk.py's."""
+    return _tracedat is not None and isinstance(w, _tracedat.Walker)
+
+
+def can_decompress(name):
+    """The C walker can decompress CPU data of that compression here (its library loads)."""
+    return _tracedat is not None and bool(_tracedat.decompressor(name))
 
 
 def _decompressor(name, use_c):
@@ -79,10 +92,10 @@ def _layout(handle, use_c):
     fly, name = getattr(handle, "flyrecord", None), handle.compression
     if fly is None or fly.compression != name or not _decompressor(name, use_c):
         return None
-    by_cpu = {c.cpu: c for c in fly.cpus}
+    listed = fly.cpus or []             # by index, as libtracecmd's cpu_data (the option's order)
     out = []
     for i, (first, size) in sorted(handle.extents.items()):
-        c = by_cpu.pop(i, None)
+        c = listed[i] if i < len(listed) else None
         if c is None or c.chunks is None:
             return None
         total = sum(length for _off, _zsize, length in c.chunks)
@@ -90,7 +103,8 @@ def _layout(handle, use_c):
             return None                 # libtracecmd reads another table than ours
         tail = None if c.damage is None else (first + total, c.damage[1])
         out.append((i, first, size, c.chunks, tail))
-    if any(c.chunks and any(length for _o, _z, length in c.chunks) for c in by_cpu.values()):
+    if any(c.chunks and any(length for _o, _z, length in c.chunks)
+           for i, c in enumerate(listed) if i not in handle.extents):
         return None                     # data libtracecmd does not show
     return out, name
 
@@ -153,5 +167,81 @@ def plan(handle):
             for i, (_id, n, damage, first) in zip(indexes, got)}
 
 
+class WalkedBuffer:
+    """The reading of a buffer whose pages our walker reads: its records, its peek at a CPU's
+    next record, the count and the errors, as bridge.Trace and the C feed (engine.py) take them
+    from a buffer handle: libtracecmd's (_ffi.Handle, where the walker agrees with it) or our own
+    (ownfile.OwnBuffer). The handle holds ``path``, ``fd``, ``file_size``, ``compression``,
+    ``records``, ``_walk`` (the Walker, or None) and ``_ids`` ({cpu index: the CPU number its
+    records carry})."""
+
+    def peek(self, cpu):
+        """(ts, missed_events) of the next record on cpu, not consumed; None at its end."""
+        return self._walk.peek(self._ids.get(cpu, cpu))
+
+    def next_record(self):
+        """The next record in time order across CPUs: (ts, cpu, missed_events, type, pid, data
+        offset, payload bytes), or None at the end; the first damage as a FormatError."""
+        try:
+            r = self._walk.next()
+        except DAMAGED as err:
+            raise self.walked(err) from None
+        if r is not None:
+            self.records += 1
+        return r
+
+    def iter_records(self):
+        """next_record() to the end, as a generator: the walker's C iterator."""
+        try:
+            yield from self._walk
+        except DAMAGED as err:
+            raise self.walked(err) from None
+        self.walked()
+
+    @property
+    def walker(self):
+        """Our page reader's walker over this buffer (walker()), or None: libtracecmd reads."""
+        return self._walk
+
+    def walker_cpus(self):
+        """The CPU number the records of each of the walker's CPUs carry, by its index."""
+        return [self._ids.get(i, i) for i in range(self.cpus)]
+
+    def walked(self, damaged=None):
+        """The walker went through this buffer elsewhere (the C feed, tracecmd/engine.py): its
+        count taken, and for ``damaged`` (Damaged) the error iter_records would raise."""
+        self.records = self._walk.records
+        if damaged is not None:
+            self._unchanged()
+            return self._damaged(*damaged.args)
+        return None
+
+    def _damaged(self, cpu, offset, why):
+        return self.error(offset, "CPU %d: %s: damaged ring-buffer page (%d records read before "
+                          "it)" % (cpu, why, self.records))
+
+    def error(self, offset, message):
+        """A FormatError at a record's data offset: a file offset, except in a compressed file,
+        where offsets count the decompressed data (then the offset goes in the text)."""
+        if self.compression is None:
+            return FormatError(self.path, offset, message)
+        return FormatError(self.path, None, "offset %#x of the %s-decompressed data: %s"
+                           % (offset, self.compression, message))
+
+    def _unchanged(self):
+        """The file has not shrunk since it was opened: a page past the new end would be a
+        short read (ours), SIGBUS (libtracecmd maps an uncompressed file's pages) or a silent
+        end of data (its compressed ones). Checked before each record where libtracecmd reads an
+        uncompressed file (a cut takes away the page being read too), else before going on after
+        a record that began a new page, as an fstat costs a quarter of the read time. A cut
+        made between the check and the read can still win."""
+        size = os.fstat(self.fd).st_size
+        if size < self.file_size:
+            raise FormatError(self.path, size, "the file was cut from %d to %d bytes while it was "
+                              "read: incomplete, stopped after %d records"
+                              % (self.file_size, size, self.records))
+
+
 Damaged = _tracedat.Damaged if _tracedat is not None else None
+DAMAGED = (walk.Damaged,) + ((Damaged,) if Damaged is not None else ())    # either walker's
 Feed = getattr(_tracedat, "Feed", None)         # the C feed (_tracefeed.c): tracecmd/engine.py

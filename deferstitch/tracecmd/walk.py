@@ -177,38 +177,137 @@ def _zstd_stdlib(raw, size):
 
 
 def scan(fd, file_size, page_size, long_size, big_endian, common_end, cpus, compression=None):
-    if page_size < 32 or page_size > 1 << 26 or long_size not in (4, 8):
-        raise ValueError("page size %d / long size %d" % (page_size, long_size))
-    if compression is not None and (compression not in ("zstd", "zlib")
-                                    or not decompressor(compression)):
-        raise ValueError("cannot decompress %s data" % compression)
-    out = []
-    for cpu in cpus:
-        cpu_id, first, size = cpu[:3]
-        end = first + size if size > 0 and first <= (1 << 63) - 1 - size else first
-        tail = None
-        if compression is None:
-            page = _file_pages(fd, file_size, page_size)
-        else:
-            chunks, tail = cpu[3], cpu[4]
-            total = sum(c[2] for c in chunks)
-            end = first + total if first <= (1 << 63) - 1 - total else first
-            page = _ChunkPages(fd, page_size, first, chunks, compression)
-        n, damage, first_rec = 0, None, None
+    """Each CPU walked alone to its end (Walker.scan), common_end the bytes a record must hold."""
+    return Walker(fd, file_size, page_size, long_size, big_endian, (0, 0, 0, 0, common_end),
+                  cpus, compression).scan()
+
+
+class Damaged(Exception):
+    """A CPU's damage, once its good records were all handed out: (cpu id, offset, why), as
+    _tracedat.Damaged."""
+
+
+class _Cpu:
+    __slots__ = ("id", "records_of", "head", "damage", "records")
+
+    def __init__(self, cpu_id, records_of):
+        self.id, self.records_of, self.head, self.damage, self.records = cpu_id, records_of, None, None, 0
+
+    def advance(self):
+        """The CPU's next record held in head (None at its end or at damage, kept)."""
         try:
-            for ts, at in _records(page, page_size, long_size, big_endian, common_end, first,
-                                   end, tail):
-                if first_rec is None:
-                    first_rec = (ts, at)
-                n += 1
+            self.head = next(self.records_of)
+        except StopIteration:
+            self.head = None
         except _Damage as d:
-            damage = (d.off, d.why)
-        out.append((cpu_id, n, damage, first_rec))
-    return out
+            self.head, self.damage = None, (d.off, d.why)
+
+
+class Walker:
+    """_tracedat.Walker in Python: the same constructor, records, peek, scan and damage, for
+    where the C module is not built (or DEFERSTITCH_ACCEL=0) and libtracecmd cannot read the
+    file (a compression it was built without).
+
+        Walker(fd, file_size, page_size, long_size, big_endian,
+               (type offset, type size, pid offset, pid size, end of the common fields),
+               [(cpu id, first, size) or (cpu id, first, size, chunks, tail)], compression)
+    """
+
+    def __init__(self, fd, file_size, page_size, long_size, big_endian, common_layout, cpus,
+                 compression=None):
+        if page_size < 32 or page_size > 1 << 26 or long_size not in (4, 8):
+            raise ValueError("page size %d / long size %d" % (page_size, long_size))
+        if compression is not None and (compression not in ("zstd", "zlib")
+                                        or not decompressor(compression)):
+            raise ValueError("cannot decompress %s data" % compression)
+        self._layout = common_layout
+        self._e = ">" if big_endian else "<"
+        self._cpus = []
+        for cpu in cpus:
+            cpu_id, first, size = cpu[:3]
+            end = first + size if size > 0 and first <= (1 << 63) - 1 - size else first
+            tail = None
+            if compression is None:
+                page = _file_pages(fd, file_size, page_size)
+            else:
+                chunks, tail = cpu[3], cpu[4]
+                total = sum(c[2] for c in chunks)
+                end = first + total if first <= (1 << 63) - 1 - total else first
+                page = _ChunkPages(fd, page_size, first, chunks, compression)
+            c = _Cpu(cpu_id, _records(page, page_size, long_size, big_endian, common_layout[4],
+                                      first, end, tail))
+            c.advance()
+            self._cpus.append(c)
+
+    @property
+    def records(self):
+        """Records handed out so far."""
+        return sum(c.records for c in self._cpus)
+
+    def next(self):
+        """The next record in time order (ties: the lower CPU): (ts, cpu, missed, type, pid,
+        offset, payload), None at the end; Damaged once a damaged CPU's good records are out."""
+        best = None
+        for c in self._cpus:
+            if c.damage is not None and c.head is None:
+                off, why = c.damage
+                c.damage = None             # raised once; the CPU stays at its end
+                raise Damaged(c.id, off, why)
+            if c.head is not None and (best is None or c.head[0] < best.head[0]):
+                best = c
+        if best is None:
+            return None
+        ts, at, missed, buf, index, length = best.head
+        payload = bytes(buf[index:index + length])
+        t_off, t_size, p_off, p_size = self._layout[:4]
+        rec = (ts, best.id, missed, self._number(payload, t_off, t_size),
+               self._number(payload, p_off, p_size), at, payload)
+        best.records += 1
+        best.advance()
+        return rec
+
+    def _number(self, payload, off, size):
+        """td_type/td_pid: an unsigned number of the file's byte order, as a C int; -1 where
+        the format has none."""
+        if size <= 0:
+            return -1
+        return _int(int.from_bytes(payload[off:off + size], "big" if self._e == ">" else "little"))
+
+    def __iter__(self):
+        while True:
+            r = self.next()
+            if r is None:
+                return
+            yield r
+
+    def peek(self, cpu_id):
+        """(ts, missed) of the CPU's next record, not taken; None at its end or at damage."""
+        for c in self._cpus:
+            if c.id == cpu_id and c.head is not None:
+                return c.head[0], c.head[2]
+        return None
+
+    def scan(self):
+        """Each CPU walked alone to its end: [(cpu id, good records, (offset, why) or None,
+        first record (ts, offset) or None)]. Leaves the walker at its end."""
+        out = []
+        for c in self._cpus:
+            first = None if c.head is None else (c.head[0], c.head[1])
+            n = 0
+            while c.head is not None:
+                n += 1
+                c.advance()
+            out.append((c.id, n, c.damage, first))
+        return out
+
+
+def _int(v):
+    """A number as C's (int) cast keeps it: its low 32 bits, signed."""
+    return ((v & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
 
 
 def _records(page, ps, long_size, big, common_end, first, end, tail=None):
-    """(ts, offset) of each good record of one CPU's data [first, end), its pages read by
+    """(ts, offset, missed, page bytes, payload start in them, payload length) of each good record of one CPU's data [first, end), its pages read by
     page(off); _Damage at the first damage (td_advance and load_page of _tracedat.c), or tail's
     past the last page."""
     e = ">" if big else "<"
@@ -235,6 +334,8 @@ def _records(page, ps, long_size, big, common_end, first, end, tail=None):
                           "%d-byte page has room for" % (commit, ps))
         if flags & MISSING_EVENTS and flags & MISSING_STORED and start + commit + lsz > ps:
             raise _Damage(off + 8, "its page's count of missed events lies past the page")
+        lost = (rdlong(buf, start + commit)[0] if flags & MISSING_STORED else -1) \
+            if flags & MISSING_EVENTS else 0
         nxt = 0
         base = page_off + start
         while nxt < commit:
@@ -288,4 +389,5 @@ def _records(page, ps, long_size, big, common_end, first, end, tail=None):
             if length < common_end:
                 raise _Damage(at, "a %d-byte event is shorter than its common fields (%d bytes)"
                               % (length, common_end))
-            yield ts, at
+            # only the page's first event carries the count (kbuffer_missed_events: an int)
+            yield ts, at, _int(lost) if curr == 0 else 0, buf, start + index, length
