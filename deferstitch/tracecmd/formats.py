@@ -691,7 +691,9 @@ class Kallsyms:
     symbol plus its name."""
 
     def __init__(self, text):
-        text = bytes(text)
+        """text: the kallsyms, or a list holding it, which gives it up (its memory freed once
+        read, before the sort)."""
+        text = bytes(text.pop() if isinstance(text, list) else text)
         nul = text.find(b"\0")
         if nul >= 0:
             text = text[:nul]                                   # strdup(kallsyms)
@@ -706,8 +708,16 @@ class Kallsyms:
                 blob += name
                 starts.append(len(blob))
         del text
-        self._order = array("I", sorted(range(len(addrs) - 1, -1, -1), key=addrs.__getitem__))
-        self.addrs = array("Q", map(addrs.__getitem__, self._order))
+        # one int a symbol, its address over its place from the end: sorted, equal addresses
+        # come in the reverse of the file's order (and one list, not a list and its keys)
+        n, shift = len(addrs), max(len(addrs), 1).bit_length()
+        keys = [(a << shift) | (n - 1 - i) for i, a in enumerate(addrs)]
+        del addrs
+        keys.sort()
+        low = (1 << shift) - 1
+        self._order = array("I", (n - 1 - (k & low) for k in keys))
+        self.addrs = array("Q", (k >> shift for k in keys))
+        del keys
         self._starts, self._blob = starts, bytes(blob)
 
     def __len__(self):

@@ -94,8 +94,8 @@ class OwnFile:
     def function(self, addr):
         """The kernel function containing addr (the file's kallsyms), or None."""
         if self._kallsyms is None:
-            self._kallsyms = formats.Kallsyms(self._kallsyms_text)
-            self._kallsyms_text = None
+            held, self._kallsyms_text = [self._kallsyms_text], None
+            self._kallsyms = formats.Kallsyms(held)     # frees the text once read
         return self._kallsyms.function(addr)
 
     def instance_names(self):
