@@ -136,6 +136,9 @@ struct Feed {
     uint64_t stamp;
     Smp **fifo;
     size_t fhead, flen, fcap;
+    size_t compact_at;                  /* not FEED_MODE_SAMPLES: compact() past this length */
+    struct KEnt *kc;                    /* the kernel stacks seen: one tuple each (kernel_tuple) */
+    size_t kcn;
     uint64_t seq;
     /* the report: the stitchers' counts are the buffers' (b->sc) */
     unsigned long long anom[NANOM];
@@ -329,6 +332,60 @@ static PyObject *slow(Feed *f, int kind, PyObject *rec) {
     return PyObject_CallFunction(f->slow, "iO", kind, rec);
 }
 
+/* The kernel stacks seen, by their raw callers: one tuple each, shared by every sample of that
+ * stack, so a sample waiting in the FIFO holds a reference instead of its own tuple of ~16 ints
+ * (issue 34: 400 bytes a waiting sample). At most KC_MAX stacks, then the table starts over:
+ * its memory stays bounded whatever the file (values are equal either way: outputs unchanged). */
+#define KC_SLOTS 8192
+#define KC_MAX (KC_SLOTS / 2)
+typedef struct KEnt { uint64_t h; uint32_t len; unsigned char *raw; PyObject *t; } KEnt;
+
+static void kc_clear(Feed *f) {
+    if (f->kc)
+        for (size_t i = 0; i < KC_SLOTS; i++)
+            if (f->kc[i].t) {
+                Py_DECREF(f->kc[i].t);
+                PyMem_Free(f->kc[i].raw);
+                f->kc[i].t = NULL;
+            }
+    f->kcn = 0;
+}
+
+static PyObject *trimmed(Feed *f, const unsigned char *p, int64_t n, int elem, int sign, int pairs);
+
+/* trimmed(p, n, elem, sign, 0) of a kernel_stack, from the table when these bytes were seen */
+static PyObject *kernel_tuple(Feed *f, const unsigned char *p, int64_t n, int elem, int sign) {
+    if (n < 0 || n * elem > 65536)
+        return trimmed(f, p, n, elem, sign, 0);
+    uint32_t len = (uint32_t)(n * elem);
+    uint64_t h = 1469598103934665603ULL ^ ((uint64_t)elem << 1 | (uint64_t)sign);
+    for (uint32_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    if (!f->kc && !(f->kc = PyMem_Calloc(KC_SLOTS, sizeof(KEnt))))
+        return PyErr_NoMemory();
+    size_t i = h & (KC_SLOTS - 1);
+    for (; f->kc[i].t; i = (i + 1) & (KC_SLOTS - 1))
+        if (f->kc[i].h == h && f->kc[i].len == len && !memcmp(f->kc[i].raw, p, len)) {
+            Py_INCREF(f->kc[i].t);
+            return f->kc[i].t;
+        }
+    PyObject *t = trimmed(f, p, n, elem, sign, 0);
+    if (!t)
+        return NULL;
+    if (f->kcn >= KC_MAX) {             /* full: start over (no probe chain to mend) */
+        kc_clear(f);
+        i = h & (KC_SLOTS - 1);
+    }
+    unsigned char *raw = PyMem_Malloc(len ? len : 1);
+    if (!raw)
+        return t;                       /* not kept: still the right tuple */
+    memcpy(raw, p, len);
+    Py_INCREF(t);
+    f->kc[i] = (KEnt){h, len, raw, t};
+    f->kcn++;
+    return t;
+}
+
 /* the values up to ftrace's end markers (reader._trim), as a tuple; pairs: (None, a) each */
 static PyObject *trimmed(Feed *f, const unsigned char *p, int64_t n, int elem, int sign, int pairs) {
     int64_t k = 0;
@@ -368,14 +425,14 @@ static PyObject *kernel_frames(Feed *f, const TypeInfo *ti, const unsigned char 
             int64_t n = room < 0 ? 0 : room / caller->elem;
             if ((I128)n > sz)
                 n = (int64_t)sz;
-            return trimmed(f, d + caller->off, n, caller->elem, caller->sign, 0);
+            return kernel_tuple(f, d + caller->off, n, caller->elem, caller->sign);
         }
         int64_t st, n;
         int a = array(f, caller, d, len, &st, &n);
         if (a == 0)
             return PyTuple_New(0);
         if (a == 1)
-            return trimmed(f, d + st, n, caller->elem, caller->sign, 0);
+            return kernel_tuple(f, d + st, n, caller->elem, caller->sign);
     }
     PyObject *r = rec(f, rc);
     if (!r)
@@ -606,7 +663,26 @@ static PyObject *sample_tuple(Smp *s) {
                          s->sc.has_cookie ? num(s->sc.cookie) : (Py_INCREF(Py_None), Py_None));
 }
 
+/* Not FEED_MODE_SAMPLES: no sample is handed on in time order, so a resolved one need not wait
+ * behind a pending one (a task that never comes back to user space would keep every later
+ * sample of the file): free the resolved ones, keep the pending ones in order. Amortized O(1),
+ * as stitcher._order's. */
+static void compact(Feed *f) {
+    size_t k = f->fhead;
+    for (size_t i = f->fhead; i < f->flen; i++) {
+        Smp *s = f->fifo[i];
+        if (s->sc.outcome == SC_PENDING)
+            f->fifo[k++] = s;
+        else
+            smp_free(s);
+    }
+    f->flen = k;
+    f->compact_at = 2 * (k - f->fhead) + 4096;
+}
+
 static int drain(Feed *f) {                         /* FtraceFeed._drain */
+    if (f->mode != FEED_MODE_SAMPLES && f->flen - f->fhead > f->compact_at)
+        compact(f);
     size_t i = f->fhead;
     if (i >= f->flen || f->fifo[i]->sc.outcome == SC_PENDING)
         return 0;
@@ -1279,6 +1355,7 @@ static int feed_init(Feed *f, PyObject *args, PyObject *kw) {
     f->first_unmatched = PyList_New(0);
     f->orphans = PyList_New(0);
     f->batch = PyList_New(0);
+    f->compact_at = 4096;
     return f->first_unmatched && f->orphans && f->batch ? 0 : -1;
 }
 
@@ -1504,6 +1581,8 @@ static void feed_dealloc(Feed *f) {
     PyMem_Free(f->cellmap.s);
     PyMem_Free(f->cells);
     PyMem_Free(f->fifo);
+    kc_clear(f);
+    PyMem_Free(f->kc);
     PyMem_Free(f->types);
     PyMem_Free(f->counts);
     Py_XDECREF(f->walkers);

@@ -547,7 +547,7 @@ def kallsyms_text(syms):
                    for a, k, n, m in syms).encode()
 
 
-def varied(path, mib, nsyms=200_000, seed=VARIED_SEED):
+def varied(path, mib, nsyms=200_000, seed=VARIED_SEED, kinds=300, skew=0.9):
     """A trace shaped like a real deferred-stack recording, for the benchmarks: 4 CPUs, ~40
     processes of 1-16 threads (a thread now and then exits and a new pid takes its place), a few
     kworkers; ~850 distinct stitched stacks (kernel stacks 4-16 deep, user stacks 4-16 deep over
@@ -557,7 +557,8 @@ def varied(path, mib, nsyms=200_000, seed=VARIED_SEED):
     other tasks ran on that CPU, on another CPU now and then), every file named by inode_cache
     first; events lost now and then (the stacks pending on that CPU with them);
     a kallsyms of ``nsyms`` made-up symbols (varied_kallsyms). About 75 bytes an event over
-    ``mib`` MiB of ring buffer. Seeded: the same bytes every time."""
+    ``mib`` MiB of ring buffer; ``kinds`` kernel stacks to pair with user stacks, the stacks'
+    frequencies 1/rank**``skew``. Seeded: the same bytes every time."""
     rnd = random.Random(seed)
     syms, sizes = varied_kallsyms(nsyms, seed)
     funcs = list(sizes)
@@ -596,7 +597,7 @@ def varied(path, mib, nsyms=200_000, seed=VARIED_SEED):
         return a + rnd.randrange(1, sizes[a])       # a return address inside the function
 
     kstacks = []
-    for _ in range(300):
+    for _ in range(kinds):
         chain = rnd.choice(chains)
         depth = rnd.randint(4, 16)
         leaf = [rnd.choice(funcs) for _ in range(max(0, depth - len(chain) - 3))]
@@ -630,11 +631,11 @@ def varied(path, mib, nsyms=200_000, seed=VARIED_SEED):
                                                    "dev": devs})
         ustacks.append((p, payload))
     shapes = []
-    while len(shapes) < 850:
+    while len(shapes) < min(max(850, kinds), kinds * len(ustacks)):
         pair = (rnd.randrange(len(kstacks)), rnd.randrange(len(ustacks)))
         if pair not in shapes:
             shapes.append(pair)
-    weights = [1 / (i + 1) ** 0.9 for i in range(len(shapes))]
+    weights = [1 / (i + 1) ** skew for i in range(len(shapes))]
     kpay = [struct.pack("<I4x", len(k)) + b"".join(struct.pack("<Q", a) for a in k)
             for k in kstacks + kwork]
 
