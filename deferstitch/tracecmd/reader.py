@@ -355,7 +355,11 @@ class FtraceFeed:
         if s.cookie is not None:
             self._entry(buf, s)
         self.seq += 1
-        bisect.insort(self.fifo, (s.time, self.seq, s), lo=self.head)
+        # only sample() needs the time order: without it, nothing keeps a resolved sample
+        # behind one still waiting (a task that never returns to user space would keep every
+        # later sample of the file; _tracefeed.c's compact() is the same)
+        if self.on_sample is not None:
+            bisect.insort(self.fifo, (s.time, self.seq, s), lo=self.head)
         st.sample(s)
         if (ev.system, ev.name) == ("sched", "sched_process_exit"):
             st.exit(ev.number("pid", ev.pid), ev.ts)
