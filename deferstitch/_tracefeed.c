@@ -139,6 +139,7 @@ struct Feed {
     size_t compact_at;                  /* not FEED_MODE_SAMPLES: compact() past this length */
     struct KEnt *kc;                    /* the kernel stacks seen: one tuple each (kernel_tuple) */
     size_t kcn;
+    PyObject *ucache;                   /* {frames: frames}: one tuple of equal user frames */
     uint64_t seq;
     /* the report: the stitchers' counts are the buffers' (b->sc) */
     unsigned long long anom[NANOM];
@@ -338,6 +339,7 @@ static PyObject *slow(Feed *f, int kind, PyObject *rec) {
  * its memory stays bounded whatever the file (values are equal either way: outputs unchanged). */
 #define KC_SLOTS 8192
 #define KC_MAX (KC_SLOTS / 2)
+#define UC_MAX 4096
 typedef struct KEnt { uint64_t h; uint32_t len; unsigned char *raw; PyObject *t; } KEnt;
 
 static void kc_clear(Feed *f) {
@@ -1049,6 +1051,18 @@ static int unwind_stack(Feed *f, Buf *b, const TypeInfo *ti, Rec *r) {   /* Ftra
             goto out;
         PyTuple_SET_ITEM(frames, i, fr);
     }
+    /* one tuple for equal frames (each made and named above as before, so the counts are the
+     * same): a sample waiting in the FIFO refers to it instead of holding its own ~1 KB of
+     * pairs (issue 34); at most UC_MAX kept, then started over */
+    if (!f->ucache && !(f->ucache = PyDict_New()))
+        goto out;
+    if (PyDict_GET_SIZE(f->ucache) >= UC_MAX)
+        PyDict_Clear(f->ucache);
+    PyObject *same = PyDict_SetDefault(f->ucache, frames, frames);
+    if (!same)
+        goto out;
+    Py_INCREF(same);
+    Py_SETREF(frames, same);
     int got = scalar(f, &ti->f[0], r->d, r->len, &cookie);
     if (got != 1) {
         PyObject *o = slow_rec(f, S_COOKIE, r);
@@ -1539,6 +1553,7 @@ static int feed_traverse(Feed *f, visitproc visit, void *arg) {
     Py_VISIT(f->orphans);
     Py_VISIT(f->batch);
     Py_VISIT(f->last_frames);
+    Py_VISIT(f->ucache);
     return 0;
 }
 
@@ -1596,6 +1611,7 @@ static void feed_dealloc(Feed *f) {
     Py_XDECREF(f->orphans);
     Py_XDECREF(f->batch);
     Py_XDECREF(f->last_frames);
+    Py_XDECREF(f->ucache);
     Py_TYPE(f)->tp_free((PyObject *)f);
 }
 
