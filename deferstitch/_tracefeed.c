@@ -140,6 +140,15 @@ struct Feed {
     struct KEnt *kc;                    /* the kernel stacks seen: one tuple each (kernel_tuple) */
     size_t kcn;
     PyObject *ucache;                   /* {frames: frames}: one tuple of equal user frames */
+    /* FEED_MODE_SAMPLES: the FIFO's settled head spilled to a file while it waits (spill()) */
+    FILE *sp;
+    long long sp_w, sp_r;               /* its write and read offsets */
+    int sp_have;                        /* sp_cur read ahead, not yet handed on */
+    struct SpEnt *sp_cur;
+    Smp **sp_pend;                      /* the spilled samples still waiting, in order */
+    size_t sp_np, sp_phead, sp_pcap;
+    PyObject *sp_objs, *sp_ids;         /* the kernel and user tuples they name: [obj], {id: i} */
+    Py_ssize_t spill_at;                /* SPILL_AT, or the tests' smaller one */
     uint64_t seq;
     /* the report: the stitchers' counts are the buffers' (b->sc) */
     unsigned long long anom[NANOM];
@@ -682,12 +691,151 @@ static void compact(Feed *f) {
     f->compact_at = 2 * (k - f->fhead) + 4096;
 }
 
+/* ---- the spill: time order without holding the file (FEED_MODE_SAMPLES) ------------------
+ * script and folded hand samples on in time order, so one sample waiting for its stack (a task
+ * that stays in the kernel to the end of the trace) holds every later sample in the FIFO: the
+ * whole file. Past SPILL_AT waiting behind it, the FIFO's settled head (older than every open
+ * event: nothing will be inserted before it) goes to an unlinked temporary file, a fixed-size
+ * entry each, the kernel and user tuples by their index in sp_objs; a sample still pending
+ * stays in memory (sp_pend) with a marker in its place. drain() hands the file on first, in
+ * the same order, then the FIFO: the same samples in the same order, memory flat.
+ * SPILL_AT (16384 samples, ~3 MB) is engine.py's, passed to Feed(). */
+typedef struct SpEnt {
+    I128 tid, pid, cookie;
+    uint64_t time;
+    int32_t cpu, type, outcome, kernel, user;   /* user -1: None */
+    uint8_t pending, after, has_cookie, pad;
+} SpEnt;
+
+static int sp_obj(Feed *f, PyObject *o, int32_t *idx) {
+    if (!o) {
+        *idx = -1;
+        return 0;
+    }
+    PyObject *k = PyLong_FromVoidPtr(o);
+    if (!k)
+        return -1;
+    PyObject *i = PyDict_GetItemWithError(f->sp_ids, k);
+    if (i) {
+        *idx = (int32_t)PyLong_AsLong(i);
+        Py_DECREF(k);
+        return 0;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(f->sp_objs);
+    PyObject *v = PyErr_Occurred() ? NULL : PyLong_FromSsize_t(n);
+    int r = v && PyDict_SetItem(f->sp_ids, k, v) == 0 && PyList_Append(f->sp_objs, o) == 0 ? 0 : -1;
+    Py_XDECREF(v);
+    Py_DECREF(k);
+    *idx = (int32_t)n;
+    return r;
+}
+
+static int spill(Feed *f) {
+    uint64_t oldest = 0;
+    int any = pend_oldest(f, NULL, &oldest);
+    size_t k = f->fhead;
+    while (k < f->flen && !(any && oldest < f->fifo[k]->sc.time))
+        k++;
+    if (k == f->fhead)
+        return 0;
+    if (!f->sp) {
+        f->sp = tmpfile();
+        f->sp_objs = PyList_New(0);
+        f->sp_ids = PyDict_New();
+        f->sp_cur = PyMem_Malloc(sizeof(SpEnt));
+        if (!f->sp || !f->sp_objs || !f->sp_ids || !f->sp_cur) {
+            if (!PyErr_Occurred())
+                PyErr_SetFromErrno(PyExc_OSError);
+            return -1;
+        }
+    }
+    if (fseeko(f->sp, (off_t)f->sp_w, SEEK_SET) != 0)
+        return PyErr_SetFromErrno(PyExc_OSError), -1;
+    for (size_t i = f->fhead; i < k; i++) {
+        Smp *s = f->fifo[i];
+        SpEnt e;
+        memset(&e, 0, sizeof e);
+        if (s->sc.outcome == SC_PENDING) {
+            if (grow((void **)&f->sp_pend, &f->sp_pcap, f->sp_np + 1, sizeof(Smp *)) < 0)
+                return -1;
+            f->sp_pend[f->sp_np++] = s;
+            e.pending = 1;
+        } else {
+            e.tid = s->sc.tid;
+            e.pid = s->pid;
+            e.cookie = s->sc.cookie;
+            e.has_cookie = (uint8_t)s->sc.has_cookie;
+            e.time = s->sc.time;
+            e.cpu = s->cpu;
+            e.type = s->type;
+            e.outcome = s->sc.outcome;
+            e.after = (uint8_t)s->sc.after_stack;
+            if (sp_obj(f, s->kernel, &e.kernel) < 0 || sp_obj(f, s->user, &e.user) < 0)
+                return -1;
+        }
+        if (fwrite(&e, sizeof e, 1, f->sp) != 1)
+            return PyErr_SetFromErrno(PyExc_OSError), -1;
+        f->sp_w += sizeof e;
+        if (!e.pending)
+            smp_free(s);
+        f->fifo[i] = NULL;
+    }
+    memmove(f->fifo, f->fifo + k, (f->flen - k) * sizeof(Smp *));
+    f->flen -= k;
+    f->fhead = 0;
+    return 0;
+}
+
+/* hand on what the file holds, in order: 1 when it is all handed on, 0 when a sample still
+ * waits, -1 */
+static int sp_drain(Feed *f) {
+    while (f->sp_have || f->sp_r < f->sp_w) {
+        SpEnt *e = f->sp_cur;
+        if (!f->sp_have) {
+            if (fseeko(f->sp, (off_t)f->sp_r, SEEK_SET) != 0 || fread(e, sizeof *e, 1, f->sp) != 1)
+                return PyErr_SetFromErrno(PyExc_OSError), -1;
+            f->sp_r += sizeof *e;
+            f->sp_have = 1;
+        }
+        PyObject *t;
+        if (e->pending) {
+            Smp *s = f->sp_pend[f->sp_phead];
+            if (s->sc.outcome == SC_PENDING)
+                return 0;
+            t = sample_tuple(s);
+            smp_free(s);
+            f->sp_pend[f->sp_phead++] = NULL;
+        } else {
+            PyObject *kern = PyList_GET_ITEM(f->sp_objs, e->kernel);
+            PyObject *user = e->user < 0 ? Py_None : PyList_GET_ITEM(f->sp_objs, e->user);
+            t = Py_BuildValue("(NNiKiOOiON)", num(e->tid), num(e->pid), e->cpu,
+                              (unsigned long long)e->time, e->type, kern, user, e->outcome,
+                              e->after ? Py_True : Py_False,
+                              e->has_cookie ? num(e->cookie) : (Py_INCREF(Py_None), Py_None));
+        }
+        f->sp_have = 0;
+        if (batch_add(f, t) < 0)
+            return -1;
+    }
+    f->sp_w = f->sp_r = 0;              /* all handed on: the file and the tables start over */
+    f->sp_np = f->sp_phead = 0;
+    if (PyList_SetSlice(f->sp_objs, 0, PyList_GET_SIZE(f->sp_objs), NULL) < 0)
+        return -1;
+    PyDict_Clear(f->sp_ids);
+    return 1;
+}
+
 static int drain(Feed *f) {                         /* FtraceFeed._drain */
     if (f->mode != FEED_MODE_SAMPLES && f->flen - f->fhead > f->compact_at)
         compact(f);
+    if (f->sp && (f->sp_have || f->sp_r < f->sp_w)) {
+        int r = sp_drain(f);
+        if (r <= 0)
+            return r < 0 ? -1 : f->flen - f->fhead > (size_t)f->spill_at ? spill(f) : 0;
+    }
     size_t i = f->fhead;
     if (i >= f->flen || f->fifo[i]->sc.outcome == SC_PENDING)
-        return 0;
+        return f->mode == FEED_MODE_SAMPLES && f->flen - f->fhead > (size_t)f->spill_at ? spill(f) : 0;
     uint64_t oldest = 0;
     int any = pend_oldest(f, NULL, &oldest);
     while (i < f->flen) {
@@ -1274,14 +1422,18 @@ static int spec_of(PyObject *o, Spec *s) {
 }
 
 /* Feed([(walker, peek ids)] a buffer each, {type id: (role, specs)}, max id, mode, sink, slow,
- *      paths, no_file, anon, unknown_path, max_pending, exit_grace) */
+ *      paths, no_file, anon, unknown_path, max_pending, exit_grace[, spill_at]) */
 static int feed_init(Feed *f, PyObject *args, PyObject *kw) {
     PyObject *types;
     long long max_pending, grace;
-    if (!PyArg_ParseTuple(args, "O!O!iiOOO!UUOLL", &PyList_Type, &f->walkers, &PyDict_Type, &types,
+    f->spill_at = 16384;
+    if (!PyArg_ParseTuple(args, "O!O!iiOOO!UUOLL|n", &PyList_Type, &f->walkers, &PyDict_Type, &types,
                           &f->ntypes, &f->mode, &f->sink, &f->slow, &PyDict_Type, &f->paths,
-                          &f->no_file, &f->anon, &f->unknown_path, &max_pending, &grace))
+                          &f->no_file, &f->anon, &f->unknown_path, &max_pending, &grace,
+                          &f->spill_at))
         return -1;
+    if (f->spill_at < 1)
+        f->spill_at = 1;
     Py_INCREF(f->walkers);
     Py_INCREF(f->sink);
     Py_INCREF(f->slow);
@@ -1554,6 +1706,7 @@ static int feed_traverse(Feed *f, visitproc visit, void *arg) {
     Py_VISIT(f->batch);
     Py_VISIT(f->last_frames);
     Py_VISIT(f->ucache);
+    Py_VISIT(f->sp_objs);
     return 0;
 }
 
@@ -1575,6 +1728,15 @@ static void feed_dealloc(Feed *f) {
     for (size_t i = f->fhead; i < f->flen; i++)
         if (f->fifo[i])                     /* pending samples too: each is in the FIFO */
             smp_free(f->fifo[i]);
+    for (size_t i = f->sp_phead; i < f->sp_np; i++)
+        if (f->sp_pend[i])                  /* or spilled, waiting */
+            smp_free(f->sp_pend[i]);
+    PyMem_Free(f->sp_pend);
+    PyMem_Free(f->sp_cur);
+    if (f->sp)
+        fclose(f->sp);
+    Py_XDECREF(f->sp_objs);
+    Py_XDECREF(f->sp_ids);
     for (int j = 0; j < f->nbuf; j++) {
         Buf *b = &f->bufs[j];
         for (size_t x = 0; x < b->tasks.cap; x++)

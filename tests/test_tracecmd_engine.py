@@ -174,6 +174,23 @@ def test_same_on_a_varied_trace(tmp_path):
     assert rep["unmatched"].get("stream-ended") and rep["samples"] > 2 * 4096, rep
 
 
+def test_same_when_spilled(tmp_path, monkeypatch):
+    """script and folded with the FIFO spilled to a file past 8 samples waiting (engine.SPILL_AT,
+    16384 in use): the same samples in the same order as the Python feed, damage included."""
+    engine_built()
+    from deferstitch.tracecmd import engine
+    monkeypatch.setattr(engine, "SPILL_AT", 8)
+    files = [S.varied(tmp_path / "v.dat", 0.5, nsyms=500), S.big(tmp_path / "b.dat", 0.2),
+             S.instances(tmp_path / "i.dat"), S.missed_per_cpu(tmp_path / "m.dat")]
+    files += [_damaged(files[0], tmp_path / ("x%d.dat" % i), i) for i in range(4)]
+    waited = 0
+    for path in files:
+        if _usable(path):
+            err, rep, samples, _f, _p = same(path)
+            waited += sum(s[8] == "stream-ended" for s in samples)
+    assert waited, "no sample waited to the end: nothing was spilled behind one"
+
+
 @pytest.fixture(scope="module")
 def real_v6(tmp_path_factory):
     """The real capture (kernel 7.2, trace-cmd 3.4) as an uncompressed v6 file."""
