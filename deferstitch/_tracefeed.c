@@ -21,7 +21,8 @@
  *
  * Numbers are kept as Python would see them (__int128: u64 and s64 alike), so a signed field
  * compares as it does there. Memory: what is open per CPU, what waits for its stack, the FIFO
- * head, each task's last kernel entries and stack (as the Python feed).
+ * head (up to SPILL_AT, then spilled to a file: spill()), each task's last kernel entries and
+ * stack (as the Python feed), a table of kernel and one of user frames (4096 each at most).
  */
 #include "_tracedat.h"
 
@@ -144,6 +145,7 @@ struct Feed {
     FILE *sp;
     long long sp_w, sp_r;               /* its write and read offsets */
     int sp_have;                        /* sp_cur read ahead, not yet handed on */
+    int sp_off;                         /* no temporary file to be had: kept in memory */
     struct SpEnt *sp_cur;
     Smp **sp_pend;                      /* the spilled samples still waiting, in order */
     size_t sp_np, sp_phead, sp_pcap;
@@ -730,27 +732,35 @@ static int sp_obj(Feed *f, PyObject *o, int32_t *idx) {
     return r;
 }
 
+/* the file cannot be had or written (no room in TMPDIR): keep waiting samples in memory, as
+ * the Python feed does, rather than fail */
+static int spill_off(Feed *f, size_t np) {
+    f->sp_np = np;
+    f->sp_off = 1;
+    return 0;
+}
+
 static int spill(Feed *f) {
+    if (f->sp_off)
+        return 0;
     uint64_t oldest = 0;
     int any = pend_oldest(f, NULL, &oldest);
-    size_t k = f->fhead;
+    size_t k = f->fhead, np = f->sp_np;
     while (k < f->flen && !(any && oldest < f->fifo[k]->sc.time))
         k++;
     if (k == f->fhead)
         return 0;
     if (!f->sp) {
-        f->sp = tmpfile();
+        if (!(f->sp = tmpfile()))
+            return spill_off(f, np);
         f->sp_objs = PyList_New(0);
         f->sp_ids = PyDict_New();
         f->sp_cur = PyMem_Malloc(sizeof(SpEnt));
-        if (!f->sp || !f->sp_objs || !f->sp_ids || !f->sp_cur) {
-            if (!PyErr_Occurred())
-                PyErr_SetFromErrno(PyExc_OSError);
-            return -1;
-        }
+        if (!f->sp_objs || !f->sp_ids || !f->sp_cur)
+            return PyErr_NoMemory(), -1;
     }
     if (fseeko(f->sp, (off_t)f->sp_w, SEEK_SET) != 0)
-        return PyErr_SetFromErrno(PyExc_OSError), -1;
+        return spill_off(f, np);
     for (size_t i = f->fhead; i < k; i++) {
         Smp *s = f->fifo[i];
         SpEnt e;
@@ -774,10 +784,14 @@ static int spill(Feed *f) {
                 return -1;
         }
         if (fwrite(&e, sizeof e, 1, f->sp) != 1)
-            return PyErr_SetFromErrno(PyExc_OSError), -1;
-        f->sp_w += sizeof e;
-        if (!e.pending)
-            smp_free(s);
+            return spill_off(f, np);    /* sp_w unmoved: what this call wrote is not read */
+    }
+    if (fflush(f->sp) != 0)
+        return spill_off(f, np);
+    f->sp_w += (long long)((k - f->fhead) * sizeof(SpEnt));
+    for (size_t i = f->fhead; i < k; i++) {     /* written: the FIFO lets them go */
+        if (f->fifo[i]->sc.outcome != SC_PENDING)
+            smp_free(f->fifo[i]);
         f->fifo[i] = NULL;
     }
     memmove(f->fifo, f->fifo + k, (f->flen - k) * sizeof(Smp *));
