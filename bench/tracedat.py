@@ -13,7 +13,8 @@ named KIND-MIB-FORMAT:
 Every row once per round, rounds interleaved, each ratio taken within its round against
 `trace-cmd report -N` (3.1.6; 3.4 through sid-run for zlib, which 3.1.6's libtracecmd cannot
 read), then the median and the spread [min-max]; peak RSS per row (GNU time's %M: the largest
-process of the tree). On the smaller v6 files only: `trace report (Python feed)`
+process of the tree; for the 3.4 rows that is what the sid-run chroot lets it see, 3 MB on the
+big traces: not comparable). On the smaller v6 files only: `trace report (Python feed)`
 (DEFERSTITCH_TRACE_FEED=python, the definition of the C feed) and `trace report (libtracecmd)`
 (DEFERSTITCH_ACCEL=0). Before timing, each conversion's `trace report --json` and `trace
 folded` are compared with the v6 file's: a line per mismatch (or per file deferstitch cannot
