@@ -7,7 +7,9 @@ Usage:
     python3 bench/run.py --goals          # only the issues' goal rows, interleaved, 3 rounds, the
                                           # spread and met / not met (~10 min on a quiet machine)
     python3 bench/run.py --trace          # trace.dat: deferstitch trace vs trace-cmd report -N
-                                          # (bench/tracedat.py: 13.5 and 135 MiB, 3 rounds, spread)
+                                          # (bench/tracedat.py: big and varied traces, 13.5 and
+                                          # 135 MiB, v6 and v7 none/zstd/zlib, 3 rounds, spread)
+    python3 bench/run.py --trace --trace-only varied-13.5 --repeat 1    # a short one
     python3 bench/run.py --json out.json  # also where the JSON goes (default: CACHE/results.json)
     DEFERSTITCH_BENCH_DIR=/big/disk python3 bench/run.py   # cache dir (default ~/.cache/deferstitch-bench)
 
@@ -262,6 +264,9 @@ def main(argv=None):
                     help="only the goal rows, interleaved (--repeat rounds): spread, met or not")
     ap.add_argument("--trace", action="store_true",
                     help="the trace.dat rows against trace-cmd report -N (bench/tracedat.py)")
+    ap.add_argument("--trace-only", metavar="WORDS",
+                    help="--trace: only the files whose name KIND-MIB-FORMAT holds one of these "
+                    "comma-separated words (big, varied-13.5, zstd, ...)")
     args = ap.parse_args(argv)
     if args.goals:
         return goals(args)

@@ -21,7 +21,8 @@
  *
  * Numbers are kept as Python would see them (__int128: u64 and s64 alike), so a signed field
  * compares as it does there. Memory: what is open per CPU, what waits for its stack, the FIFO
- * head, each task's last kernel entries and stack (as the Python feed).
+ * head (up to SPILL_AT, then spilled to a file: spill()), each task's last kernel entries and
+ * stack (as the Python feed), a table of kernel and one of user frames (4096 each at most).
  */
 #include "_tracedat.h"
 
@@ -136,6 +137,20 @@ struct Feed {
     uint64_t stamp;
     Smp **fifo;
     size_t fhead, flen, fcap;
+    size_t compact_at;                  /* not FEED_MODE_SAMPLES: compact() past this length */
+    struct KEnt *kc;                    /* the kernel stacks seen: one tuple each (kernel_tuple) */
+    size_t kcn;
+    PyObject *ucache;                   /* {frames: frames}: one tuple of equal user frames */
+    /* FEED_MODE_SAMPLES: the FIFO's settled head spilled to a file while it waits (spill()) */
+    FILE *sp;
+    long long sp_w, sp_r;               /* its write and read offsets */
+    int sp_have;                        /* sp_cur read ahead, not yet handed on */
+    int sp_off;                         /* no temporary file to be had: kept in memory */
+    struct SpEnt *sp_cur;
+    Smp **sp_pend;                      /* the spilled samples still waiting, in order */
+    size_t sp_np, sp_phead, sp_pcap;
+    PyObject *sp_objs, *sp_ids;         /* the kernel and user tuples they name: [obj], {id: i} */
+    Py_ssize_t spill_at;                /* SPILL_AT, or the tests' smaller one */
     uint64_t seq;
     /* the report: the stitchers' counts are the buffers' (b->sc) */
     unsigned long long anom[NANOM];
@@ -329,6 +344,61 @@ static PyObject *slow(Feed *f, int kind, PyObject *rec) {
     return PyObject_CallFunction(f->slow, "iO", kind, rec);
 }
 
+/* The kernel stacks seen, by their raw callers: one tuple each, shared by every sample of that
+ * stack, so a sample waiting in the FIFO holds a reference instead of its own tuple of ~16 ints
+ * (issue 34: 400 bytes a waiting sample). At most KC_MAX stacks, then the table starts over:
+ * its memory stays bounded whatever the file (values are equal either way: outputs unchanged). */
+#define KC_SLOTS 8192
+#define KC_MAX (KC_SLOTS / 2)
+#define UC_MAX 4096
+typedef struct KEnt { uint64_t h; uint32_t len; unsigned char *raw; PyObject *t; } KEnt;
+
+static void kc_clear(Feed *f) {
+    if (f->kc)
+        for (size_t i = 0; i < KC_SLOTS; i++)
+            if (f->kc[i].t) {
+                Py_DECREF(f->kc[i].t);
+                PyMem_Free(f->kc[i].raw);
+                f->kc[i].t = NULL;
+            }
+    f->kcn = 0;
+}
+
+static PyObject *trimmed(Feed *f, const unsigned char *p, int64_t n, int elem, int sign, int pairs);
+
+/* trimmed(p, n, elem, sign, 0) of a kernel_stack, from the table when these bytes were seen */
+static PyObject *kernel_tuple(Feed *f, const unsigned char *p, int64_t n, int elem, int sign) {
+    if (n < 0 || n * elem > 65536)
+        return trimmed(f, p, n, elem, sign, 0);
+    uint32_t len = (uint32_t)(n * elem);
+    uint64_t h = 1469598103934665603ULL ^ ((uint64_t)elem << 1 | (uint64_t)sign);
+    for (uint32_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    if (!f->kc && !(f->kc = PyMem_Calloc(KC_SLOTS, sizeof(KEnt))))
+        return PyErr_NoMemory();
+    size_t i = h & (KC_SLOTS - 1);
+    for (; f->kc[i].t; i = (i + 1) & (KC_SLOTS - 1))
+        if (f->kc[i].h == h && f->kc[i].len == len && !memcmp(f->kc[i].raw, p, len)) {
+            Py_INCREF(f->kc[i].t);
+            return f->kc[i].t;
+        }
+    PyObject *t = trimmed(f, p, n, elem, sign, 0);
+    if (!t)
+        return NULL;
+    if (f->kcn >= KC_MAX) {             /* full: start over (no probe chain to mend) */
+        kc_clear(f);
+        i = h & (KC_SLOTS - 1);
+    }
+    unsigned char *raw = PyMem_Malloc(len ? len : 1);
+    if (!raw)
+        return t;                       /* not kept: still the right tuple */
+    memcpy(raw, p, len);
+    Py_INCREF(t);
+    f->kc[i] = (KEnt){h, len, raw, t};
+    f->kcn++;
+    return t;
+}
+
 /* the values up to ftrace's end markers (reader._trim), as a tuple; pairs: (None, a) each */
 static PyObject *trimmed(Feed *f, const unsigned char *p, int64_t n, int elem, int sign, int pairs) {
     int64_t k = 0;
@@ -368,14 +438,14 @@ static PyObject *kernel_frames(Feed *f, const TypeInfo *ti, const unsigned char 
             int64_t n = room < 0 ? 0 : room / caller->elem;
             if ((I128)n > sz)
                 n = (int64_t)sz;
-            return trimmed(f, d + caller->off, n, caller->elem, caller->sign, 0);
+            return kernel_tuple(f, d + caller->off, n, caller->elem, caller->sign);
         }
         int64_t st, n;
         int a = array(f, caller, d, len, &st, &n);
         if (a == 0)
             return PyTuple_New(0);
         if (a == 1)
-            return trimmed(f, d + st, n, caller->elem, caller->sign, 0);
+            return kernel_tuple(f, d + st, n, caller->elem, caller->sign);
     }
     PyObject *r = rec(f, rc);
     if (!r)
@@ -606,10 +676,180 @@ static PyObject *sample_tuple(Smp *s) {
                          s->sc.has_cookie ? num(s->sc.cookie) : (Py_INCREF(Py_None), Py_None));
 }
 
+/* Not FEED_MODE_SAMPLES: no sample is handed on in time order, so a resolved one need not wait
+ * behind a pending one (a task that never comes back to user space would keep every later
+ * sample of the file): free the resolved ones, keep the pending ones in order. Amortized O(1),
+ * as stitcher._order's. */
+static void compact(Feed *f) {
+    size_t k = f->fhead;
+    for (size_t i = f->fhead; i < f->flen; i++) {
+        Smp *s = f->fifo[i];
+        if (s->sc.outcome == SC_PENDING)
+            f->fifo[k++] = s;
+        else
+            smp_free(s);
+    }
+    f->flen = k;
+    f->compact_at = 2 * (k - f->fhead) + 4096;
+}
+
+/* ---- the spill: time order without holding the file (FEED_MODE_SAMPLES) ------------------
+ * script and folded hand samples on in time order, so one sample waiting for its stack (a task
+ * that stays in the kernel to the end of the trace) holds every later sample in the FIFO: the
+ * whole file. Past SPILL_AT waiting behind it, the FIFO's settled head (older than every open
+ * event: nothing will be inserted before it) goes to an unlinked temporary file, a fixed-size
+ * entry each, the kernel and user tuples by their index in sp_objs; a sample still pending
+ * stays in memory (sp_pend) with a marker in its place. drain() hands the file on first, in
+ * the same order, then the FIFO: the same samples in the same order, memory flat.
+ * SPILL_AT (16384 samples, ~3 MB) is engine.py's, passed to Feed(). */
+typedef struct SpEnt {
+    I128 tid, pid, cookie;
+    uint64_t time;
+    int32_t cpu, type, outcome, kernel, user;   /* user -1: None */
+    uint8_t pending, after, has_cookie, pad;
+} SpEnt;
+
+static int sp_obj(Feed *f, PyObject *o, int32_t *idx) {
+    if (!o) {
+        *idx = -1;
+        return 0;
+    }
+    PyObject *k = PyLong_FromVoidPtr(o);
+    if (!k)
+        return -1;
+    PyObject *i = PyDict_GetItemWithError(f->sp_ids, k);
+    if (i) {
+        *idx = (int32_t)PyLong_AsLong(i);
+        Py_DECREF(k);
+        return 0;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(f->sp_objs);
+    PyObject *v = PyErr_Occurred() ? NULL : PyLong_FromSsize_t(n);
+    int r = v && PyDict_SetItem(f->sp_ids, k, v) == 0 && PyList_Append(f->sp_objs, o) == 0 ? 0 : -1;
+    Py_XDECREF(v);
+    Py_DECREF(k);
+    *idx = (int32_t)n;
+    return r;
+}
+
+/* the file cannot be had or written (no room in TMPDIR): keep waiting samples in memory, as
+ * the Python feed does, rather than fail */
+static int spill_off(Feed *f, size_t np) {
+    f->sp_np = np;
+    f->sp_off = 1;
+    return 0;
+}
+
+static int spill(Feed *f) {
+    if (f->sp_off)
+        return 0;
+    uint64_t oldest = 0;
+    int any = pend_oldest(f, NULL, &oldest);
+    size_t k = f->fhead, np = f->sp_np;
+    while (k < f->flen && !(any && oldest < f->fifo[k]->sc.time))
+        k++;
+    if (k == f->fhead)
+        return 0;
+    if (!f->sp) {
+        if (!(f->sp = tmpfile()))
+            return spill_off(f, np);
+        f->sp_objs = PyList_New(0);
+        f->sp_ids = PyDict_New();
+        f->sp_cur = PyMem_Malloc(sizeof(SpEnt));
+        if (!f->sp_objs || !f->sp_ids || !f->sp_cur)
+            return PyErr_NoMemory(), -1;
+    }
+    if (fseeko(f->sp, (off_t)f->sp_w, SEEK_SET) != 0)
+        return spill_off(f, np);
+    for (size_t i = f->fhead; i < k; i++) {
+        Smp *s = f->fifo[i];
+        SpEnt e;
+        memset(&e, 0, sizeof e);
+        if (s->sc.outcome == SC_PENDING) {
+            if (grow((void **)&f->sp_pend, &f->sp_pcap, f->sp_np + 1, sizeof(Smp *)) < 0)
+                return -1;
+            f->sp_pend[f->sp_np++] = s;
+            e.pending = 1;
+        } else {
+            e.tid = s->sc.tid;
+            e.pid = s->pid;
+            e.cookie = s->sc.cookie;
+            e.has_cookie = (uint8_t)s->sc.has_cookie;
+            e.time = s->sc.time;
+            e.cpu = s->cpu;
+            e.type = s->type;
+            e.outcome = s->sc.outcome;
+            e.after = (uint8_t)s->sc.after_stack;
+            if (sp_obj(f, s->kernel, &e.kernel) < 0 || sp_obj(f, s->user, &e.user) < 0)
+                return -1;
+        }
+        if (fwrite(&e, sizeof e, 1, f->sp) != 1)
+            return spill_off(f, np);    /* sp_w unmoved: what this call wrote is not read */
+    }
+    if (fflush(f->sp) != 0)
+        return spill_off(f, np);
+    f->sp_w += (long long)((k - f->fhead) * sizeof(SpEnt));
+    for (size_t i = f->fhead; i < k; i++) {     /* written: the FIFO lets them go */
+        if (f->fifo[i]->sc.outcome != SC_PENDING)
+            smp_free(f->fifo[i]);
+        f->fifo[i] = NULL;
+    }
+    memmove(f->fifo, f->fifo + k, (f->flen - k) * sizeof(Smp *));
+    f->flen -= k;
+    f->fhead = 0;
+    return 0;
+}
+
+/* hand on what the file holds, in order: 1 when it is all handed on, 0 when a sample still
+ * waits, -1 */
+static int sp_drain(Feed *f) {
+    while (f->sp_have || f->sp_r < f->sp_w) {
+        SpEnt *e = f->sp_cur;
+        if (!f->sp_have) {
+            if (fseeko(f->sp, (off_t)f->sp_r, SEEK_SET) != 0 || fread(e, sizeof *e, 1, f->sp) != 1)
+                return PyErr_SetFromErrno(PyExc_OSError), -1;
+            f->sp_r += sizeof *e;
+            f->sp_have = 1;
+        }
+        PyObject *t;
+        if (e->pending) {
+            Smp *s = f->sp_pend[f->sp_phead];
+            if (s->sc.outcome == SC_PENDING)
+                return 0;
+            t = sample_tuple(s);
+            smp_free(s);
+            f->sp_pend[f->sp_phead++] = NULL;
+        } else {
+            PyObject *kern = PyList_GET_ITEM(f->sp_objs, e->kernel);
+            PyObject *user = e->user < 0 ? Py_None : PyList_GET_ITEM(f->sp_objs, e->user);
+            t = Py_BuildValue("(NNiKiOOiON)", num(e->tid), num(e->pid), e->cpu,
+                              (unsigned long long)e->time, e->type, kern, user, e->outcome,
+                              e->after ? Py_True : Py_False,
+                              e->has_cookie ? num(e->cookie) : (Py_INCREF(Py_None), Py_None));
+        }
+        f->sp_have = 0;
+        if (batch_add(f, t) < 0)
+            return -1;
+    }
+    f->sp_w = f->sp_r = 0;              /* all handed on: the file and the tables start over */
+    f->sp_np = f->sp_phead = 0;
+    if (PyList_SetSlice(f->sp_objs, 0, PyList_GET_SIZE(f->sp_objs), NULL) < 0)
+        return -1;
+    PyDict_Clear(f->sp_ids);
+    return 1;
+}
+
 static int drain(Feed *f) {                         /* FtraceFeed._drain */
+    if (f->mode != FEED_MODE_SAMPLES && f->flen - f->fhead > f->compact_at)
+        compact(f);
+    if (f->sp && (f->sp_have || f->sp_r < f->sp_w)) {
+        int r = sp_drain(f);
+        if (r <= 0)
+            return r < 0 ? -1 : f->flen - f->fhead > (size_t)f->spill_at ? spill(f) : 0;
+    }
     size_t i = f->fhead;
     if (i >= f->flen || f->fifo[i]->sc.outcome == SC_PENDING)
-        return 0;
+        return f->mode == FEED_MODE_SAMPLES && f->flen - f->fhead > (size_t)f->spill_at ? spill(f) : 0;
     uint64_t oldest = 0;
     int any = pend_oldest(f, NULL, &oldest);
     while (i < f->flen) {
@@ -973,6 +1213,18 @@ static int unwind_stack(Feed *f, Buf *b, const TypeInfo *ti, Rec *r) {   /* Ftra
             goto out;
         PyTuple_SET_ITEM(frames, i, fr);
     }
+    /* one tuple for equal frames (each made and named above as before, so the counts are the
+     * same): a sample waiting in the FIFO refers to it instead of holding its own ~1 KB of
+     * pairs (issue 34); at most UC_MAX kept, then started over */
+    if (!f->ucache && !(f->ucache = PyDict_New()))
+        goto out;
+    if (PyDict_GET_SIZE(f->ucache) >= UC_MAX)
+        PyDict_Clear(f->ucache);
+    PyObject *same = PyDict_SetDefault(f->ucache, frames, frames);
+    if (!same)
+        goto out;
+    Py_INCREF(same);
+    Py_SETREF(frames, same);
     int got = scalar(f, &ti->f[0], r->d, r->len, &cookie);
     if (got != 1) {
         PyObject *o = slow_rec(f, S_COOKIE, r);
@@ -1184,14 +1436,18 @@ static int spec_of(PyObject *o, Spec *s) {
 }
 
 /* Feed([(walker, peek ids)] a buffer each, {type id: (role, specs)}, max id, mode, sink, slow,
- *      paths, no_file, anon, unknown_path, max_pending, exit_grace) */
+ *      paths, no_file, anon, unknown_path, max_pending, exit_grace[, spill_at]) */
 static int feed_init(Feed *f, PyObject *args, PyObject *kw) {
     PyObject *types;
     long long max_pending, grace;
-    if (!PyArg_ParseTuple(args, "O!O!iiOOO!UUOLL", &PyList_Type, &f->walkers, &PyDict_Type, &types,
+    f->spill_at = 16384;
+    if (!PyArg_ParseTuple(args, "O!O!iiOOO!UUOLL|n", &PyList_Type, &f->walkers, &PyDict_Type, &types,
                           &f->ntypes, &f->mode, &f->sink, &f->slow, &PyDict_Type, &f->paths,
-                          &f->no_file, &f->anon, &f->unknown_path, &max_pending, &grace))
+                          &f->no_file, &f->anon, &f->unknown_path, &max_pending, &grace,
+                          &f->spill_at))
         return -1;
+    if (f->spill_at < 1)
+        f->spill_at = 1;
     Py_INCREF(f->walkers);
     Py_INCREF(f->sink);
     Py_INCREF(f->slow);
@@ -1279,6 +1535,7 @@ static int feed_init(Feed *f, PyObject *args, PyObject *kw) {
     f->first_unmatched = PyList_New(0);
     f->orphans = PyList_New(0);
     f->batch = PyList_New(0);
+    f->compact_at = 4096;
     return f->first_unmatched && f->orphans && f->batch ? 0 : -1;
 }
 
@@ -1462,6 +1719,8 @@ static int feed_traverse(Feed *f, visitproc visit, void *arg) {
     Py_VISIT(f->orphans);
     Py_VISIT(f->batch);
     Py_VISIT(f->last_frames);
+    Py_VISIT(f->ucache);
+    Py_VISIT(f->sp_objs);
     return 0;
 }
 
@@ -1483,6 +1742,15 @@ static void feed_dealloc(Feed *f) {
     for (size_t i = f->fhead; i < f->flen; i++)
         if (f->fifo[i])                     /* pending samples too: each is in the FIFO */
             smp_free(f->fifo[i]);
+    for (size_t i = f->sp_phead; i < f->sp_np; i++)
+        if (f->sp_pend[i])                  /* or spilled, waiting */
+            smp_free(f->sp_pend[i]);
+    PyMem_Free(f->sp_pend);
+    PyMem_Free(f->sp_cur);
+    if (f->sp)
+        fclose(f->sp);
+    Py_XDECREF(f->sp_objs);
+    Py_XDECREF(f->sp_ids);
     for (int j = 0; j < f->nbuf; j++) {
         Buf *b = &f->bufs[j];
         for (size_t x = 0; x < b->tasks.cap; x++)
@@ -1504,6 +1772,8 @@ static void feed_dealloc(Feed *f) {
     PyMem_Free(f->cellmap.s);
     PyMem_Free(f->cells);
     PyMem_Free(f->fifo);
+    kc_clear(f);
+    PyMem_Free(f->kc);
     PyMem_Free(f->types);
     PyMem_Free(f->counts);
     Py_XDECREF(f->walkers);
@@ -1517,6 +1787,7 @@ static void feed_dealloc(Feed *f) {
     Py_XDECREF(f->orphans);
     Py_XDECREF(f->batch);
     Py_XDECREF(f->last_frames);
+    Py_XDECREF(f->ucache);
     Py_TYPE(f)->tp_free((PyObject *)f);
 }
 

@@ -161,6 +161,36 @@ def test_same_as_the_python_feed_on_every_trace_dat(tmp_path, real_v6):
     assert errors >= 4, errors
 
 
+def test_same_on_a_varied_trace(tmp_path):
+    """tracecmd_synth.varied(): hundreds of tasks, losses, samples that wait to the end (so the
+    C feed's report mode frees what resolved behind them, compact()), and 20 000 kernel stacks
+    (past what the C feed keeps of them, KC_MAX: its table starts over)."""
+    engine_built()
+    path = S.varied(tmp_path / "v.dat", 3, nsyms=3000, kinds=20000, skew=0)
+    err, rep, samples, frames, _p = same(path)
+    assert err is None and len({s[4] for s in samples}) > 4096, len({s[4] for s in samples})
+    import json
+    rep = json.loads(rep) if isinstance(rep, str) else rep
+    assert rep["unmatched"].get("stream-ended") and rep["samples"] > 2 * 4096, rep
+
+
+def test_same_when_spilled(tmp_path, monkeypatch):
+    """script and folded with the FIFO spilled to a file past 8 samples waiting (engine.SPILL_AT,
+    16384 in use): the same samples in the same order as the Python feed, damage included."""
+    engine_built()
+    from deferstitch.tracecmd import engine
+    monkeypatch.setattr(engine, "SPILL_AT", 8)
+    files = [S.varied(tmp_path / "v.dat", 0.5, nsyms=500), S.big(tmp_path / "b.dat", 0.2),
+             S.instances(tmp_path / "i.dat"), S.missed_per_cpu(tmp_path / "m.dat")]
+    files += [_damaged(files[0], tmp_path / ("x%d.dat" % i), i) for i in range(4)]
+    waited = 0
+    for path in files:
+        if _usable(path):
+            err, rep, samples, _f, _p = same(path)
+            waited += sum(s[8] == "stream-ended" for s in samples)
+    assert waited, "no sample waited to the end: nothing was spilled behind one"
+
+
 @pytest.fixture(scope="module")
 def real_v6(tmp_path_factory):
     """The real capture (kernel 7.2, trace-cmd 3.4) as an uncompressed v6 file."""

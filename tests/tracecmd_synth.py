@@ -5,7 +5,8 @@ traces" v6, Aug 2025, is not merged), so the tests make their own files, with th
 formats exactly as that series' patches define them, and check that
 the real ``trace-cmd report`` reads them.
 
-    python3 tests/tracecmd_synth.py OUT.dat [deferred|variant|userstack]
+    python3 tests/tracecmd_synth.py OUT.dat [deferred|variant|userstack|instances|missed]
+    python3 tests/tracecmd_synth.py OUT.dat big|varied [MIB [NSYMS]]
 
 File layout written here (v6, little endian, 8-byte longs, 4096-byte pages):
 
@@ -29,6 +30,7 @@ File layout written here (v6, little endian, 8-byte longs, 4096-byte pages):
         of payload; 0: array[0] = payload length + 4, payload after it; 30: TIME_EXTEND
         (delta = array[0] << 27 | time_delta)
 """
+import random
 import struct
 import sys
 
@@ -229,8 +231,11 @@ class CpuBuffer:
 class TraceDat:
     """A v6 trace.dat being built: ``event(cpu, ts, fmt, pid, **fields)``, then ``write(path)``."""
 
-    def __init__(self, cpus, ftrace_formats, system_formats, comms, instances=()):
+    def __init__(self, cpus, ftrace_formats, system_formats, comms, instances=(), keep=True,
+                 kallsyms=None):
         self.ncpus = cpus
+        self.keep = keep        # False: no self.records (varied()'s large files)
+        self.kallsyms = kallsyms    # the kallsyms text (bytes); None: KALLSYMS
         self.cpus = [CpuBuffer() for _ in range(cpus)]
         self.ftrace, self.systems, self.comms = ftrace_formats, system_formats, comms
         # name -> its own per-CPU ring buffers (a ``-B NAME`` instance: same CPU count)
@@ -244,7 +249,12 @@ class TraceDat:
     def event(self, cpu, ts, fmt, common_pid, buffer=None, **values):
         """One event on ``cpu`` of the top buffer, or of instance ``buffer``."""
         self._buffers(buffer)[cpu].add(ts, pack_event(fmt, common_pid, values))
-        self.records.append((buffer, cpu, ts, fmt, common_pid, values))
+        if self.keep:
+            self.records.append((buffer, cpu, ts, fmt, common_pid, values))
+
+    def raw(self, cpu, ts, payload):
+        """One event already packed (not kept in self.records)."""
+        self.cpus[cpu].add(ts, payload)
 
     def drop(self, cpu, ts, missed, buffer=None):
         self._buffers(buffer)[cpu].drop(ts, missed)
@@ -267,7 +277,9 @@ class TraceDat:
             for f in fmts:
                 t = f.text().encode()
                 out += struct.pack("<Q", len(t)) + t
-        ks = "".join("%016x T %s\n" % (a, n) for a, n in sorted(KALLSYMS.items())).encode()
+        ks = self.kallsyms
+        if ks is None:
+            ks = "".join("%016x T %s\n" % (a, n) for a, n in sorted(KALLSYMS.items())).encode()
         out += struct.pack("<I", len(ks)) + ks
         out += struct.pack("<I", 0)                                   # printk formats
         cl = "".join("%d %s\n" % (p, c) for p, c in sorted(self.comms.items())).encode()
@@ -465,6 +477,255 @@ def big(path, mib):
     return td.write(path)
 
 
+
+# -- varied(): a trace shaped like a real deferred-stack recording (the bench's) ------------------
+WRITE = _fmt("syscalls", "sys_enter_write", 651, READ.fields, READ.print_fmt.replace("buf", "buf"))
+FUTEX = _fmt("syscalls", "sys_enter_futex", 240,
+             [("int", "__syscall_nr", 8, 4, 1), ("u32 *", "uaddr", 16, 8, 0), ("int", "op", 24, 8, 0),
+              ("u32", "val", 32, 8, 0)],
+             '"uaddr: 0x%08lx, op: 0x%08lx, val: 0x%08lx", ((unsigned long)(REC->uaddr)), '
+             '((unsigned long)(REC->op)), ((unsigned long)(REC->val))')
+VARIED_SEED = 20250817
+_WORDS = ("alloc free read write page cache inode file lock unlock sched task irq timer mm vma "
+          "fault map unmap sock tcp udp skb net dev queue work rcu cpu mutex spin wake wait poll "
+          "event buf block bio req ext4 xfs nfs kvm pci acpi usb hid input drm fb tty serial "
+          "folio lru shrink slab kmem dentry mount path name open close flush sync pipe signal "
+          "futex epoll ring entry exit init probe remove attach detach update insert lookup find "
+          "get put start stop submit complete handle notify commit prepare reserve charge "
+          "account stat attr xattr perm cred seccomp bpf prog trace ftrace kprobe uprobe "
+          "unwind stack frame copy user iter splice pid ns cgroup css memcg swap zone node").split()
+_PREFIXES = ("", "", "", "", "__", "do_", "__do_", "ksys_", "vfs_", "generic_", "__x64_sys_",
+             "security_", "ext4_", "tcp_", "__se_", "___")
+_MODULES = ("kvm", "kvm_intel", "ext4", "xfs", "nf_tables", "bridge", "virtio_net", "btrfs")
+
+
+def varied_kallsyms(nsyms, seed=VARIED_SEED):
+    """[(addr, type, name, module or None)] of a made-up kernel of about ``nsyms`` symbols
+    (/proc/kallsyms of a distribution kernel holds ~200 000: __pfx_ padding symbols, text,
+    rodata, data, bss, then the modules'), sorted by address, and {function address: size}."""
+    rnd = random.Random(seed)
+    fixed = ["_stext", "entry_SYSCALL_64", "entry_SYSCALL_64_after_hwframe", "do_syscall_64",
+             "x64_sys_call", "syscall_exit_to_user_mode", "ret_from_fork", "ret_from_fork_asm",
+             "kthread", "worker_thread", "process_one_work", "asm_sysvec_apic_timer_interrupt",
+             "unwind_deferred_request", "unwind_deferred_task_work", "task_work_run"]
+    out, funcs, seen = [], {}, set(fixed)
+    addr = 0xffffffff81000000
+    mod_at = int(nsyms * 0.95)
+    while len(out) < nsyms:
+        if fixed:
+            name = fixed.pop(0)
+            kind = "T"
+        else:
+            name = rnd.choice(_PREFIXES) + "_".join(rnd.sample(_WORDS, rnd.choice((1, 2, 2, 3, 3, 4))))
+            if name in seen:
+                name += "_%d" % rnd.randrange(1, 64)
+                if name in seen:
+                    name += ".cold" if rnd.random() < 0.5 else ".isra.0"
+                    if name in seen:
+                        continue
+            seen.add(name)
+            kind = rnd.choices("TtrdbD", weights=(34, 38, 14, 9, 3, 2))[0]
+        module = None
+        if len(out) >= mod_at:
+            if len(out) == mod_at:
+                addr = 0xffffffffc0000000
+            module = _MODULES[(len(out) - mod_at) * len(_MODULES) // (nsyms - mod_at)]
+            kind = kind.lower()
+        if kind in "Tt" and len(out) + 1 < nsyms and rnd.random() < 0.8:
+            out.append((addr, kind, "__pfx_" + name, module))
+            addr += 16
+        out.append((addr, kind, name, module))
+        size = 16 * rnd.choice((1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64))
+        if kind in "Tt":
+            funcs[addr] = size
+        addr += size
+    return out, funcs
+
+
+def kallsyms_text(syms):
+    return "".join("%016x %s %s%s\n" % (a, k, n, "\t[%s]" % m if m else "")
+                   for a, k, n, m in syms).encode()
+
+
+def varied(path, mib, nsyms=200_000, seed=VARIED_SEED, kinds=300, skew=0.9):
+    """A trace shaped like a real deferred-stack recording, for the benchmarks: 4 CPUs, ~40
+    processes of 1-16 threads (a thread now and then exits and a new pid takes its place), a few
+    kworkers; ~850 distinct stitched stacks (kernel stacks 4-16 deep, user stacks 4-16 deep over
+    each process's executable and a dozen shared libraries, some anonymous frames), most frequent
+    first (Zipf); 1-3 traced syscalls per kernel entry, each followed by its kernel_stack and
+    cookie, the entry's user_unwind_stack written when the task returns to user space (after
+    other tasks ran on that CPU, on another CPU now and then), every file named by inode_cache
+    first; events lost now and then (the stacks pending on that CPU with them);
+    a kallsyms of ``nsyms`` made-up symbols (varied_kallsyms). 75-85 bytes an event (pages
+    included: 165 855 events at 13.5 MiB) over
+    ``mib`` MiB of ring buffer; ``kinds`` kernel stacks to pair with user stacks, the stacks'
+    frequencies 1/rank**``skew``. Seeded: the same bytes every time."""
+    rnd = random.Random(seed)
+    syms, sizes = varied_kallsyms(nsyms, seed)
+    funcs = list(sizes)
+    addr_of = {n: a for a, _k, n, _m in syms}
+    ncpu = 4
+    # processes: an executable and libraries; each library one (inode, dev) in inode_cache
+    libs = ["/usr/lib/x86_64-linux-gnu/%s" % n for n in (
+        "libc.so.6", "libm.so.6", "libstdc++.so.6.0.30", "libgcc_s.so.1", "libz.so.1.2.13",
+        "libssl.so.3", "libcrypto.so.3", "libpython3.11.so.1.0", "libglib-2.0.so.0.7400.6",
+        "libsqlite3.so.0.8.6", "libffi.so.8.1.2", "libzstd.so.1.5.4")] + ["/usr/lib64/ld-linux-x86-64.so.2"]
+    dev = (8 << 20) | 1
+    files = {p: (1000 + i, dev) for i, p in enumerate(libs)}
+    procs, tgid = [], 2000
+    for i in range(40):
+        exe = "/usr/bin/%s" % "-".join(rnd.sample(_WORDS, 2))
+        files[exe] = (5000 + i, dev)
+        nthreads = rnd.choice((1, 1, 2, 4, 4, 8, 8, 12, 16))
+        tids = [tgid + k for k in range(nthreads)]
+        procs.append({"exe": exe, "libs": [libs[0], libs[-1]] + rnd.sample(libs[1:-1], rnd.randint(1, 6)),
+                      "tids": tids, "comm": exe.rsplit("/", 1)[1][:15]})
+        tgid += 32
+    comms = {}
+    for p in procs:
+        for t in p["tids"]:
+            comms[t] = p["comm"]
+    kworkers = [40 + k for k in range(8)]
+    for k, t in enumerate(kworkers):
+        comms[t] = "kworker/%d:%d" % (k % ncpu, k // ncpu)
+    base = {p: 0x555555554000 if p.startswith("/usr/bin") else 0x7f0000000000 + (i << 24)
+            for i, p in enumerate(files)}
+    # kernel stacks, innermost first: a syscall's chain over the entry frames, then callees
+    entry = [addr_of["do_syscall_64"], addr_of["entry_SYSCALL_64_after_hwframe"]]
+    chains = [[rnd.choice(funcs) for _ in range(rnd.randint(2, 5))] for _ in range(40)]
+
+    def ret(a):
+        return a + rnd.randrange(1, sizes[a])       # a return address inside the function
+
+    kstacks = []
+    for _ in range(kinds):
+        chain = rnd.choice(chains)
+        depth = rnd.randint(4, 16)
+        leaf = [rnd.choice(funcs) for _ in range(max(0, depth - len(chain) - 3))]
+        kstacks.append([ret(a) for a in leaf + chain + [addr_of["x64_sys_call"]]] +
+                       [ret(a) for a in entry])
+    kwork = [[ret(rnd.choice(funcs)) for _ in range(rnd.randint(2, 8))] +
+             [ret(addr_of[n]) for n in ("process_one_work", "worker_thread", "kthread",
+                                        "ret_from_fork", "ret_from_fork_asm")] for _ in range(30)]
+    # user stacks, outermost first as built, written innermost first: _start, main, ...
+    ustacks = []
+    for _ in range(600):
+        p = rnd.choice(procs)
+        frames = [(p["exe"], 0x1040), (p["libs"][0], 0x27200), (p["exe"], 0x1900)]
+        for _ in range(rnd.randint(0, 12)):
+            r = rnd.random()
+            f = p["exe"] if r < 0.4 else (None if r < 0.43 else rnd.choice(p["libs"]))
+            frames.append((f, rnd.randrange(0x1000, 0x200000)))
+        frames.append((p["libs"][0], rnd.randrange(0x90000, 0x120000)))     # the syscall wrapper
+        frames.reverse()
+        ips, inodes, devs = [], [], []
+        for f, off in frames:
+            if f is None:                   # anonymous (a JIT): inode 0
+                ips.append(0x7f5500000000 + off)
+                inodes.append(0)
+                devs.append(0)
+            else:
+                ips.append(base[f] + off)
+                inodes.append(files[f][0])
+                devs.append(files[f][1])
+        payload = pack_event(USER_UNWIND_STACK, 0, {"cookie": 0, "stack": ips, "inodes": inodes,
+                                                   "dev": devs})
+        ustacks.append((p, payload))
+    shapes = []
+    while len(shapes) < min(max(850, kinds), kinds * len(ustacks)):
+        pair = (rnd.randrange(len(kstacks)), rnd.randrange(len(ustacks)))
+        if pair not in shapes:
+            shapes.append(pair)
+    weights = [1 / (i + 1) ** skew for i in range(len(shapes))]
+    kpay = [struct.pack("<I4x", len(k)) + b"".join(struct.pack("<Q", a) for a in k)
+            for k in kstacks + kwork]
+
+    td = TraceDat(ncpu, [KERNEL_STACK, USER_STACK, USER_UNWIND_COOKIE, USER_UNWIND_STACK],
+                  [GETPPID, READ, WRITE, FUTEX, EXIT, WORK, INODE_CACHE], comms, keep=False,
+                  kallsyms=kallsyms_text(syms))
+    now = [T0] * ncpu
+    count = [0] * ncpu
+    pending = [{} for _ in range(ncpu)]     # per CPU: tid -> (due ts, cookie, ustack)
+    where = {}                              # tid -> the CPU its stack is pending on
+    next_pid = tgid
+
+    def kernel(cpu, ts, pid, k):
+        td.raw(cpu, ts, struct.pack("<HBBi", KERNEL_STACK.id, 0, 0, pid) + kpay[k])
+
+    def stack(cpu, ts, tid):
+        ts = now[cpu] = max(ts, now[cpu])      # in time order on its CPU
+        _due, cookie, u = pending[cpu].pop(tid)
+        del where[tid]
+        rec = bytearray(ustacks[u][1])
+        struct.pack_into("<HBBiQ", rec, 0, USER_UNWIND_STACK.id, 0, 0, tid, cookie)
+        td.raw(cpu, ts, bytes(rec))
+
+    for f, (inode, dev_) in files.items():     # each file named once, before any stack
+        td.raw(0, T0, pack_event(INODE_CACHE, kworkers[0], {"inode": inode, "dev": dev_, "path": f}))
+    limit = mib * (1 << 20)
+    step = 0
+    while True:
+        if step % 512 == 0 and sum(len(c.pages) for c in td.cpus) * PAGE >= limit:
+            break
+        step += 1
+        cpu = min(range(ncpu), key=now.__getitem__)       # the CPUs' clocks go together
+        ts = now[cpu] + rnd.randint(2_000, 60_000)
+        for tid, (due, _c, _u) in sorted(pending[cpu].items(), key=lambda kv: kv[1][0]):
+            if due <= ts:
+                stack(cpu, due, tid)
+        now[cpu] = ts
+        r = rnd.random()
+        if r < 0.003:                       # events lost: the stacks pending here with them
+            td.drop(cpu, ts, rnd.randint(1, 64))
+            for tid in list(pending[cpu]):
+                del pending[cpu][tid]
+                del where[tid]
+            continue
+        if r < 0.1:                         # a kworker's work: no user stack
+            pid = rnd.choice(kworkers)
+            td.raw(cpu, ts, struct.pack("<HBBiQQ", WORK.id, 0, 0, pid, 0xffff888003a1b000 +
+                                        rnd.randrange(1 << 16) * 64, rnd.choice(funcs)))
+            kernel(cpu, ts, pid, len(kstacks) + rnd.randrange(len(kwork)))
+            continue
+        k, u = shapes[rnd.choices(range(len(shapes)), weights)[0]] if step % 64 else \
+            shapes[rnd.randrange(len(shapes))]
+        p = ustacks[u][0]
+        tid = rnd.choice(p["tids"])
+        if tid in where:                    # its last entry's stack first (it went back to user)
+            x = where[tid]
+            stack(x, ts, tid)
+            ts = now[cpu] = max(ts, now[x]) + 1       # the new entry after it
+        if r < 0.1004:                      # the thread exits; a new one takes its place
+            td.raw(cpu, ts, struct.pack("<HBBi16sii", EXIT.id, 0, 0, tid, p["comm"].encode(),
+                                        tid, 120))
+            p["tids"][p["tids"].index(tid)] = next_pid
+            comms[next_pid] = p["comm"]
+            next_pid += 1
+            continue
+        count[cpu] += 1
+        cookie = ((2 * count[cpu] + 1) << 32) | (cpu + 1)
+        t = ts
+        for i in range(rnd.choice((1, 1, 1, 2, 2, 3))):
+            t += i and rnd.randint(500, 3000)
+            fmt = rnd.choice((READ, READ, WRITE, FUTEX, GETPPID))
+            if fmt is GETPPID:
+                ev = struct.pack("<HBBii4x", fmt.id, 0, 0, tid, 110)
+            else:
+                ev = struct.pack("<HBBii4xQQQ", fmt.id, 0, 0, tid, 0, rnd.randrange(3, 64),
+                                 0x7ffd10000000 + rnd.randrange(1 << 20) * 16, 4096)
+            td.raw(cpu, t, ev)
+            kernel(cpu, t, tid, k)
+            td.raw(cpu, t, struct.pack("<HBBiQ", USER_UNWIND_COOKIE.id, 0, 0, tid, cookie))
+            now[cpu] = t
+        scpu = cpu if rnd.random() < 0.9 else rnd.randrange(ncpu)     # migrated on the way out
+        pending[scpu][tid] = (now[cpu] + rnd.randint(5_000, 400_000), cookie, u)
+        where[tid] = scpu
+    for cpu in range(ncpu):
+        for tid, (due, _c, _u) in sorted(pending[cpu].items(), key=lambda kv: kv[1][0]):
+            stack(cpu, due, tid)
+    return td.write(path)
+
+
 def userstack(path):
     """Today's kernels: traced events followed by the synchronous ftrace:user_stack."""
     td = TraceDat(2, [KERNEL_STACK, USER_STACK], [GETPPID, WORK], COMMS)
@@ -549,4 +810,6 @@ if __name__ == "__main__":
     kind = sys.argv[2] if len(sys.argv) > 2 else "deferred"
     {"deferred": deferred, "variant": lambda p: deferred(p, True), "userstack": userstack,
      "instances": instances, "missed": missed_per_cpu,
-     "big": lambda p: big(p, float(sys.argv[3]) if len(sys.argv) > 3 else 13.5)}[kind](sys.argv[1])
+     "big": lambda p: big(p, float(sys.argv[3]) if len(sys.argv) > 3 else 13.5),
+     "varied": lambda p: varied(p, float(sys.argv[3]) if len(sys.argv) > 3 else 13.5,
+                                *map(int, sys.argv[4:5]))}[kind](sys.argv[1])

@@ -28,6 +28,8 @@ R_PLAIN, R_KERNEL, R_COOKIE, R_USTACK, R_UNWIND, R_INODE, R_EXIT, R_FORK = range
 F_ABSENT, F_SLOW, F_SCALAR, F_STATIC, F_DYNAMIC, F_STRING, F_DYNSTRING = range(7)
 MODE_NONE, MODE_SAMPLES, MODE_RESOLVED = range(3)
 MAX_TYPE_ID = 1 << 20           # the engine counts events in an array by type id
+SPILL_AT = 16384                # script/folded: samples waiting in time order behind one whose
+                                # stack has not come, past which the engine spills them to a file
 ANOMALIES = ("events of a type with no event format", "missed events without a count",
              "kernel_stack without its event", "user_unwind_cookie without its event",
              "user_stack without its event", "inode not in inode_cache",
@@ -128,7 +130,7 @@ class EngineFeed:
         walkers = [(h.walker, h.walker_cpus()) for h in self._handles]
         self._c = pages.Feed(
             walkers, types, max(types, default=0), mode, sink, self._slow, self.paths,
-            reader.NO_FILE, reader.ANON, self._unknown, max_pending, exit_grace)
+            reader.NO_FILE, reader.ANON, self._unknown, max_pending, exit_grace, SPILL_AT)
         self._comm = trace.comm
         self._comms = {}
         self._refs = {tid: t for tid, t in trace.types.items()}

@@ -168,6 +168,7 @@ class FtraceFeed:
         self.fifo = []              # (time, seq, sample) in time order, the head waiting to resolve
         self.head = 0               # fifo[:head] were handed on
         self.seq = 0
+        self.kept = {}              # equal kernel stacks and user frames, one tuple each: _one
         self.served = None          # samples stitched by the stack being fed, for on_stack
         self.counts = Counter()     # events by (system, name)
         self.anomalies = Counter()  # companions without their event, unknown inodes, ...
@@ -355,7 +356,11 @@ class FtraceFeed:
         if s.cookie is not None:
             self._entry(buf, s)
         self.seq += 1
-        bisect.insort(self.fifo, (s.time, self.seq, s), lo=self.head)
+        # only sample() needs the time order: without it, nothing keeps a resolved sample
+        # behind one still waiting (a task that never returns to user space would keep every
+        # later sample of the file; _tracefeed.c's compact() is the same)
+        if self.on_sample is not None:
+            bisect.insort(self.fifo, (s.time, self.seq, s), lo=self.head)
         st.sample(s)
         if (ev.system, ev.name) == ("sched", "sched_process_exit"):
             st.exit(ev.number("pid", ev.pid), ev.ts)
@@ -380,7 +385,15 @@ class FtraceFeed:
             callers = ev.array("caller", size)
         else:
             callers = ev.numbers("caller", None) or []
-        return tuple(trim(callers, self.no_vma))
+        return self._one(tuple(trim(callers, self.no_vma)))
+
+    def _one(self, frames):
+        """frames, or the equal tuple kept before (4096 at most, then started over): a sample
+        waiting in time order refers to its frames instead of holding its own copy."""
+        kept = self.kept
+        if len(kept) >= 4096:
+            kept.clear()
+        return kept.setdefault(frames, frames)
 
     def note_inode(self, ev):
         """An inode_cache event: its path under (inode or hash, dev) in ``paths``."""
@@ -408,7 +421,7 @@ class FtraceFeed:
         self.served = []
         cookie = ev.number("cookie")
         self.buffers[buf].deferred_records += 1
-        st.deferred(DeferredStack(pid, pid, cookie, ev.ts, tuple(frames)))
+        st.deferred(DeferredStack(pid, pid, cookie, ev.ts, self._one(tuple(frames))))
         served, self.served = self.served, None
         ent = self.entries.get((buf, pid))
         if ent:                         # the entries before this stack's are over
