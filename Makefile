@@ -53,7 +53,7 @@ ifneq ($(NOC),0)
 	@rm -rf $(NOC_DIR) && mkdir -p $(NOC_DIR) && \
 	  tar -cf - --exclude=./.git --exclude=./.venv --exclude=./build --exclude=./dist --exclude=__pycache__ \
 	    --exclude=.pytest_cache . | tar -C $(NOC_DIR) -xf - && rm -f $(NOC_DIR)/deferstitch/*.so
-	@{ cd $(NOC_DIR) && PYTHONPATH=$(NOC_DIR) DEFERSTITCH_NO_C=1 $(abspath $(VPY)) -m pytest $(PYTEST_FLAGS) \
+	@{ cd $(NOC_DIR) && PYTHONPATH=$(NOC_DIR) DEFERSTITCH_NO_C=1 DEFERSTITCH_TREE=$(CURDIR) $(abspath $(VPY)) -m pytest $(PYTEST_FLAGS) \
 	  -p no:cacheprovider $(TESTS); echo $$? > $(NOC_DIR).rc-noc; } 2>&1 | tee $(NOC_DIR).log-noc
 endif
 	@rc=0; \

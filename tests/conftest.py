@@ -19,6 +19,9 @@ DATA = Path(__file__).resolve().parent / "data"
 SHARED = datafiles.unpack()
 CAPTURES = datafiles.CAPTURES
 RIG = ROOT / "tools"
+# the tree `make test` was started in (its .venv's editable install points there): the run
+# without the C modules works in a copy of it (DEFERSTITCH_TREE, set by the Makefile)
+TREE = Path(os.environ.get("DEFERSTITCH_TREE") or ROOT)
 
 # scenario -> file name, as in captures/README.md
 SCENARIOS = {
@@ -90,6 +93,13 @@ def need_built(what, built):
                     "libpython3-dev" % what)
     pytest.fail("%s is not built, though a compiler and Python's headers are here: "
                 "python3 setup.py build_ext --inplace, and read its log" % what)
+
+
+def need_engine(accel):
+    """DEFERSTITCH_ACCEL=require wants the C engine (the run fails without it): need_built."""
+    if accel == "require":
+        from deferstitch.perfdata import engine
+        need_built("the C engine (deferstitch._accel)", engine.available())
 
 
 def need_rig(name, what):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES, ROOT, capture, need_rig, run_cli
+from conftest import CAPTURES, ROOT, TREE, capture, need_rig, run_cli
 
 TRACE = CAPTURES / "ftrace" / "trace-userstacktrace.dat"
 
@@ -54,7 +54,7 @@ def test_the_editable_install_runs_nothing_at_python_start_up():
         pytest.skip("deferstitch is not an editable install here (make test's .venv is)")
     for pth in pths:
         lines = [l for l in pth.read_text().splitlines() if l.strip()]
-        assert lines == [str(ROOT)], lines
+        assert lines == [str(TREE)], lines
 
 
 # -- kernel symbols of another kernel ------------------------------------------------------------
