@@ -36,8 +36,32 @@ demo: install
 	$(VENV)/bin/deferstitch folded $(EXAMPLE) --symfs examples/symfs --kallsyms examples/kallsyms.xz | sort -k2 -n -r | head -5
 
 # As root: first every tool the tests use (tools/install-test-tools), so nothing is skipped.
+# The suite runs twice (docs/testing.md): once as built, once on a copy of the tree in $(NOC_DIR)
+# without deferstitch/*.so, where neither pytest nor the `python -m deferstitch` it starts can
+# import the C modules (PYTHONPATH on the copy; DEFERSTITCH_NO_C=1: conftest checks they are
+# absent, and the tests of the C itself skip, counted). Both summaries are printed; either run
+# failing fails the target. NOC=0: only the first run; NOC=only: only the second.
+NOC ?= 1
+NOC_DIR ?= $(or $(TMPDIR),/tmp)/deferstitch-noc
 test: test-tools $(VENV)/.tested
-	$(VPY) -m pytest $(PYTEST_FLAGS) $(TESTS)
+ifneq ($(NOC),only)
+	@echo "make test (1/2): the suite with the C modules"
+	@{ $(VPY) -m pytest $(PYTEST_FLAGS) $(TESTS); echo $$? > $(NOC_DIR).rc-c; } 2>&1 | tee $(NOC_DIR).log-c
+endif
+ifneq ($(NOC),0)
+	@echo "make test (2/2): the suite without the C modules (a copy of the tree without deferstitch/*.so: $(NOC_DIR))"
+	@rm -rf $(NOC_DIR) && mkdir -p $(NOC_DIR) && \
+	  tar -cf - --exclude=./.git --exclude=./.venv --exclude=./build --exclude=./dist --exclude=__pycache__ \
+	    --exclude=.pytest_cache . | tar -C $(NOC_DIR) -xf - && rm -f $(NOC_DIR)/deferstitch/*.so
+	@{ cd $(NOC_DIR) && PYTHONPATH=$(NOC_DIR) DEFERSTITCH_NO_C=1 DEFERSTITCH_TREE=$(CURDIR) $(abspath $(VPY)) -m pytest $(PYTEST_FLAGS) \
+	  -p no:cacheprovider $(TESTS); echo $$? > $(NOC_DIR).rc-noc; } 2>&1 | tee $(NOC_DIR).log-noc
+endif
+	@rc=0; \
+	if [ "$(NOC)" != only ]; then echo "make test: with the C modules:    $$(tail -n1 $(NOC_DIR).log-c)"; \
+	  [ "$$(cat $(NOC_DIR).rc-c)" = 0 ] || rc=1; fi; \
+	if [ "$(NOC)" != 0 ]; then echo "make test: without the C modules: $$(tail -n1 $(NOC_DIR).log-noc)"; \
+	  [ "$$(cat $(NOC_DIR).rc-noc)" = 0 ] || rc=1; fi; \
+	exit $$rc
 
 test-tools:
 	@if [ "$$(id -u)" = 0 ]; then tools/install-test-tools; else \

@@ -13,7 +13,17 @@ def run():
         status = main()
     except KeyboardInterrupt:
         status = 130
+    if status == 130:
+        forget_interrupt()
     sys.exit(status)
+
+
+def forget_interrupt():
+    """CPython (Python/pythonrun.c run_eval_code_obj) marks a KeyboardInterrupt raised inside
+    eval() or exec() of a string (namedtuple's, dataclasses' at import) as unhandled even once it
+    was caught, and Py_RunMain (Modules/main.c) then ends ``python -m deferstitch`` by SIGINT
+    instead of our 130. Each exec of a string clears that mark first: an empty one for good."""
+    exec("")
 
 
 if __name__ == "__main__":

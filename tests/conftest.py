@@ -19,6 +19,9 @@ DATA = Path(__file__).resolve().parent / "data"
 SHARED = datafiles.unpack()
 CAPTURES = datafiles.CAPTURES
 RIG = ROOT / "tools"
+# the tree `make test` was started in (its .venv's editable install points there): the run
+# without the C modules works in a copy of it (DEFERSTITCH_TREE, set by the Makefile)
+TREE = Path(os.environ.get("DEFERSTITCH_TREE") or ROOT)
 
 # scenario -> file name, as in captures/README.md
 SCENARIOS = {
@@ -43,12 +46,46 @@ def need_perf61():
     return perf, out.strip()
 
 
+# The second run of `make test` (docs/testing.md): a copy of the tree without deferstitch/*.so,
+# DEFERSTITCH_NO_C=1 and PYTHONPATH on the copy, so that neither pytest nor any `python -m
+# deferstitch` it starts can import the C modules. The tests of the C itself skip there, counted.
+NO_C = os.environ.get("DEFERSTITCH_NO_C") == "1"
+C_MODULES = ("_accel", "_tracedat")
+
+
+def _check_no_c():
+    """DEFERSTITCH_NO_C=1 promises the C modules are absent: hold the tree to it, in this process
+    and in a child started elsewhere (the editable install's path must not bring them back)."""
+    import deferstitch
+    where = Path(deferstitch.__file__).resolve().parent
+    assert where == ROOT / "deferstitch", "DEFERSTITCH_NO_C=1, but deferstitch is imported from %s" % where
+    left = sorted(p.name for p in where.glob("*.so"))
+    assert not left, "DEFERSTITCH_NO_C=1, but %s holds %s" % (where, left)
+    probe = ("import importlib, deferstitch\n"
+             "for m in %r:\n"
+             "    try: importlib.import_module('deferstitch.' + m)\n"
+             "    except ImportError: continue\n"
+             "    raise SystemExit('deferstitch.%%s imports, from %%s' %% (m, deferstitch.__file__))\n"
+             "print(deferstitch.__file__)\n" % (C_MODULES,))
+    for cwd in (ROOT, "/"):
+        p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd)
+        assert p.returncode == 0, "DEFERSTITCH_NO_C=1: %s%s" % (p.stdout, p.stderr)
+        assert Path(p.stdout.strip()).resolve().parent == where, \
+            "DEFERSTITCH_NO_C=1, but a child in %s imports deferstitch from %s" % (cwd, p.stdout)
+
+
+if NO_C:
+    _check_no_c()
+
+
 def need_built(what, built):
     """A C module of ours (the engine, the page reader): skipped only where it cannot be built
-    (no compiler, no Python headers); where it can, its absence fails, so that the tests that use
-    it cannot all vanish as skips."""
+    (no compiler, no Python headers) or in the run without the C modules (DEFERSTITCH_NO_C=1);
+    elsewhere its absence fails, so that the tests that use it cannot all vanish as skips."""
     if built:
         return
+    if NO_C:
+        pytest.skip("%s is not built here (DEFERSTITCH_NO_C=1: the run without the C modules)" % what)
     if shutil.which("gcc") is None and shutil.which("cc") is None:
         pytest.skip("%s is not built and there is no C compiler: apt-get install gcc" % what)
     if not (Path(sysconfig.get_paths()["include"]) / "Python.h").exists():
@@ -56,6 +93,13 @@ def need_built(what, built):
                     "libpython3-dev" % what)
     pytest.fail("%s is not built, though a compiler and Python's headers are here: "
                 "python3 setup.py build_ext --inplace, and read its log" % what)
+
+
+def need_engine(accel):
+    """DEFERSTITCH_ACCEL=require wants the C engine (the run fails without it): need_built."""
+    if accel == "require":
+        from deferstitch.perfdata import engine
+        need_built("the C engine (deferstitch._accel)", engine.available())
 
 
 def need_rig(name, what):

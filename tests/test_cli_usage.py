@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES, ROOT, capture, need_rig, run_cli
+from conftest import CAPTURES, ROOT, TREE, capture, need_rig, run_cli
 
 TRACE = CAPTURES / "ftrace" / "trace-userstacktrace.dat"
 
@@ -44,6 +44,21 @@ def test_ctrl_c_while_importing_is_exit_130_without_traceback(nth):
     assert rc == 130, (rc, rest[-2000:])
 
 
+def test_ctrl_c_inside_an_exec_of_a_string_is_still_exit_130(tmp_path):
+    """A SIGINT that lands inside exec() of a string (namedtuple's, dataclasses') is caught as
+    any other, yet CPython remembers it as unhandled and, under ``-m`` (as ``python -m
+    deferstitch``), would end the process by SIGINT: rc -2."""
+    (tmp_path / "ctrl_c_probe.py").write_text(
+        "import deferstitch.cli as cli\n"
+        "cli.main = lambda: exec('import os, signal; os.kill(os.getpid(), signal.SIGINT)')\n"
+        "from deferstitch.__main__ import run\n"
+        "run()\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    p = subprocess.run([sys.executable, "-m", "ctrl_c_probe"], cwd=ROOT, env=env,
+                       capture_output=True, text=True)
+    assert (p.returncode, p.stderr) == (130, ""), (p.returncode, p.stderr)
+
+
 def test_the_editable_install_runs_nothing_at_python_start_up():
     """make's .venv holds deferstitch by `pip install -e .`: its .pth must be a path, not an
     import hook, whose imports run in Python's start-up (site), before deferstitch can catch a
@@ -54,7 +69,7 @@ def test_the_editable_install_runs_nothing_at_python_start_up():
         pytest.skip("deferstitch is not an editable install here (make test's .venv is)")
     for pth in pths:
         lines = [l for l in pth.read_text().splitlines() if l.strip()]
-        assert lines == [str(ROOT)], lines
+        assert lines == [str(TREE)], lines
 
 
 # -- kernel symbols of another kernel ------------------------------------------------------------

@@ -4,8 +4,11 @@ the checks of fuzz/cases.py, and the atheris harness goes once over its seeds.
 The fuzzing itself is not run here (``make fuzz FUZZ_SECONDS=600`` on request); nor is the
 libFuzzer build of the engine (clang, ~30 s to compile): its checks are cases.perf_case, run below.
 """
+import os
+import signal
 import subprocess
 import sys
+import traceback
 
 import pytest
 
@@ -31,19 +34,42 @@ def test_trace_seeds_pass_the_checks(seed_dir):
         assert rep is not None and rep.samples > 0, f
 
 
-def test_damaged_trace_files_pass_the_checks():
-    """The repros end in one-line errors now; before, they crashed the process or raised."""
-    files = sorted(DATA.glob("trace-*.dat"))
-    assert len(files) >= 5, "the trace.dat repros are missing from %s" % DATA
-    for f in files:
-        before = vm_size()
-        cases.trace_case(f.read_bytes())
-        # nothing of what libtracecmd allocated for the file stays in this process: a leaked
-        # buffer is address space (no RSS), and once one mapping is past the machine's memory,
-        # every later fork() of the test run is ENOMEM (CI: 74 failures after this test)
-        assert vm_size() - before < 256 << 20, "%s left %d MiB mapped in this process" % (
-            f.name, (vm_size() - before) >> 20)
+DAMAGED_TRACE = sorted(DATA.glob("trace-*.dat"))
 
+
+def test_damaged_trace_files_are_here():
+    assert len(DAMAGED_TRACE) >= 5, "the trace.dat repros are missing from %s" % DATA
+
+
+@pytest.mark.parametrize("f", DAMAGED_TRACE, ids=lambda f: f.name)
+def test_damaged_trace_files_pass_the_checks(f):
+    """The repros end in one-line errors now; before, they crashed the process or raised. Each in
+    a child of this process (fork), so that a crash is this file's failure, not the test run's."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                    # the child: the check, and its verdict
+        os.close(r)
+        code, msg = 0, b""
+        try:
+            before = vm_size()
+            cases.trace_case(f.read_bytes())
+            # nothing of what libtracecmd allocated for the file stays in this process: a leaked
+            # buffer is address space (no RSS), and once one mapping is past the machine's
+            # memory, every later fork() of the test run is ENOMEM (CI: 74 failures after this)
+            grew = vm_size() - before
+            if grew >= 256 << 20:
+                code, msg = 1, ("%s left %d MiB mapped in this process" % (f.name, grew >> 20)).encode()
+        except BaseException:
+            code, msg = 1, traceback.format_exc().encode()
+        os.write(w, msg[-8000:])
+        os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as pipe:
+        msg = pipe.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        pytest.fail("%s: the check died of %s" % (f.name, signal.Signals(os.WTERMSIG(status)).name))
+    assert os.WEXITSTATUS(status) == 0, msg
 
 
 def test_perf_seeds_engine_equals_python(seed_dir, monkeypatch):

@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from conftest import capture, run_cli
+from conftest import capture, need_engine, run_cli
 
 FEATURES_AT = 72          # perf_file_header: adds_features bitmap (256 bits) after flags
 
@@ -31,6 +31,7 @@ def cli(*args, accel):
 @pytest.mark.parametrize("accel", ["require", "0"])
 @pytest.mark.parametrize("scenario", ["a_per_task", "compressed"])
 def test_data_size_zero_reads_to_the_end(tmp_path, scenario, accel):
+    need_engine(accel)
     path, _ = capture(scenario)
     live = live_copy(path, tmp_path / "live.data")
     whole = json.loads(cli("report", path, "--json", accel=accel).stdout)

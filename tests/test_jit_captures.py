@@ -17,45 +17,23 @@ from collections import Counter
 import pytest
 
 from conftest import DATA, ROOT, need_built, need_sid_perf, run_cli
+from guest_symfs import Guest
 from jit_synth import loads
 from perf_text import parse_script, strip_unmerged_cookie
 
 NAMES = DATA / "names"
 KERNEL = 0xffff800000000000
-RELEASE = "7.2.13+deb14-amd64"      # the guest kernel: its vDSO image is the debug package's
 
 
 @pytest.fixture(scope="module")
 def guest(tmp_path_factory):
-    """(symfs dir, kallsyms path, work dir) built from tests/data/names."""
-    assert (NAMES / "kallsyms.xz").exists(), "tests/data/names is missing (carried in the repository)"
-    work = tmp_path_factory.mktemp("names")
-    root = work / "symfs"
-    for packed in (NAMES / "symfs").rglob("*.xz"):
-        out = root / packed.relative_to(NAMES / "symfs").with_suffix("")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(lzma.decompress(packed.read_bytes()))
-    vdso = root / "usr/lib/debug/lib/modules" / RELEASE / "vdso" / "vdso64.so"
-    vdso.parent.mkdir(parents=True)
-    vdso.write_bytes(lzma.decompress((DATA / "vdso" / "vdso64.so.xz").read_bytes()))
-    (root / "tmp").mkdir()
-    for f in list(NAMES.glob("*/perf-*.map")) + list(NAMES.glob("*/jit-*.dump")):
-        shutil.copy(f, root / "tmp" / f.name)
-    ks = work / "kallsyms"
-    ks.write_bytes(lzma.decompress((NAMES / "kallsyms.xz").read_bytes()))
-    return root, ks, work
-
-
-def unpack(scenario, name, work):
-    out = work / ("%s-%s" % (scenario, name))
-    if not out.exists():
-        out.write_bytes(lzma.decompress((NAMES / scenario / (name + ".xz")).read_bytes()))
-    return out
+    """The guest's symfs, kallsyms and a work dir, from tests/data/names."""
+    return Guest(NAMES, tmp_path_factory.mktemp("names"))
 
 
 def ours(scenario, guest, *extra):
     root, ks, work = guest
-    data = unpack(scenario, "per-task.data", work)
+    data = guest.unpack(scenario, "per-task.data")
     r = run_cli("script", data, "--symfs", root, "--kallsyms", ks, *extra)
     assert r.returncode == 0, r.stderr
     return r.stdout.decode()
@@ -168,7 +146,7 @@ def test_dump_names_are_perf_injects(guest):
     """Every JIT name we give from the dump is one perf gives after perf inject --jit (its
     jitted-PID-N.so files hold the same names); perf inject also shows what it costs on a
     deferred capture: no user frame at all."""
-    injected = unpack("py_perf_jit", "script-fields-injected.txt", guest[2]).read_text()
+    injected = guest.unpack("py_perf_jit", "script-fields-injected.txt").read_text()
     text = ours("py_perf_jit", guest)
     ours_jit = set(re.findall(r" (py::\S+?)\+0x[0-9a-f]+ \(/tmp/jit-232\.dump\)", text))
     assert ours_jit and ours_jit <= dump_names("py_perf_jit")
@@ -183,7 +161,7 @@ def test_stitch_then_perf_inject_jit_names(guest, tmp_path):
     frames named by perf itself from the dump, with the user stacks we stitched."""
     sid_perf = need_sid_perf()
     root, ks, work = guest
-    data = unpack("py_perf_jit", "per-task.data", work)
+    data = guest.unpack("py_perf_jit", "per-task.data")
     run = tmp_path / "run"
     (run / "tmp").mkdir(parents=True)         # the guest's /tmp: the dump, and perf inject's .so files
     shutil.copy(root / "tmp" / "jit-232.dump", run / "tmp" / "jit-232.dump")
@@ -216,7 +194,7 @@ def test_perf_plugin_names_jit_frames(scenario, merge, guest, tmp_path):
     [unknown] replaced by ours) or the plugin added it (--no-merge-callchains)."""
     sid_perf = need_sid_perf()
     root, ks, work = guest
-    shutil.copy(unpack(scenario, "per-task.data", work), tmp_path / "in.data")
+    shutil.copy(guest.unpack(scenario, "per-task.data"), tmp_path / "in.data")
     shutil.copy(ks, tmp_path / "kallsyms")
     out = tmp_path / "out.txt"
     args = [sid_perf, "script", "-i", "in.data", "--kallsyms=./kallsyms", "--symfs=/symfs"]
@@ -247,7 +225,7 @@ def test_engine_names_as_the_python_path(scenario, command, guest):
     """The C engine hands JIT frames to the same naming: byte for byte the Python path's."""
     root, ks, work = guest
     need_built("the C engine (deferstitch._accel)", bool(list((ROOT / "deferstitch").glob("_accel*.so"))))
-    data = unpack(scenario, "per-task.data", work)
+    data = guest.unpack(scenario, "per-task.data")
     outs = [run_cli(command, data, "--symfs", root, "--kallsyms", ks,
                     env=dict(os.environ, DEFERSTITCH_ACCEL=a)) for a in ("0", "require")]
     assert all(r.returncode == 0 for r in outs), [r.stderr for r in outs]
@@ -261,7 +239,7 @@ def test_stitch_no_report_leaves_the_feature_out(guest, tmp_path):
     from deferstitch.output.stitched_file import REPORT_FEATURE
     from deferstitch.perfdata.reader import PerfData
     root, ks, work = guest
-    data = unpack("py_perf_jit", "per-task.data", work)
+    data = guest.unpack("py_perf_jit", "per-task.data")
     outs = {}
     for opt in ((), ("--no-report",)):
         out = tmp_path / ("st%d.data" % len(opt))
@@ -278,7 +256,7 @@ def test_fleet_names_as_folded(scenario, guest, tmp_path):
     task), [vdso] (the recorded kernel's image, found on the client), inlined calls, the rest."""
     pytest.importorskip("distributed", reason="Dask not installed: pip install 'deferstitch[fleet]'")
     root, ks, work = guest
-    data = unpack(scenario, "per-task.data", work)
+    data = guest.unpack(scenario, "per-task.data")
     opts = ["-q", "--symfs", root, "--kallsyms", ks]
     single = run_cli("folded", data, *opts)
     assert single.returncode == 0, single.stderr

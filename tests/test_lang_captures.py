@@ -10,69 +10,42 @@ is stitched); a frame perf leaves `[unknown]` that the jitdump names (perf names
 a stray context value (perf then discards the whole callchain, machine.c add_callchain_ip; we drop
 the value and keep the frames, and the report counts it)."""
 import lzma
-import shutil
 from collections import Counter
 
 import pytest
 
 from conftest import DATA, run_cli
+from guest_symfs import Guest
 from jit_synth import loads
 from perf_text import parse_script, strip_unmerged_cookie
 
 LANGS = DATA / "langs"
 KERNEL = 0xffff800000000000
-RELEASE = "7.2.13+deb14-amd64"      # the guest kernel: its vDSO image is the debug package's
 SCENARIOS = ["cpp", "rust_legacy", "rust_v0", "go", "node_perf_map", "node_jitdump", "java"]
 DUMPS = {"node_jitdump": "/out/node_jitdump/jit-372.dump"}      # where V8 wrote it in the guest
 
 
 @pytest.fixture(scope="module")
 def guest(tmp_path_factory):
-    """(symfs dir, kallsyms path, work dir) built from tests/data/langs."""
-    assert (LANGS / "kallsyms.xz").exists(), "tests/data/langs is missing (carried in the repository)"
-    work = tmp_path_factory.mktemp("langs")
-    root = work / "symfs"
-    for packed in (LANGS / "symfs").rglob("*.xz"):
-        out = root / packed.relative_to(LANGS / "symfs").with_suffix("")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(lzma.decompress(packed.read_bytes()))
-    vdso = root / "usr/lib/debug/lib/modules" / RELEASE / "vdso" / "vdso64.so"
-    vdso.parent.mkdir(parents=True)
-    vdso.write_bytes(lzma.decompress((DATA / "vdso" / "vdso64.so.xz").read_bytes()))
-    (root / "tmp").mkdir()
-    for f in LANGS.glob("*/perf-*.map"):
-        shutil.copy(f, root / "tmp" / f.name)
-    for scenario, recorded in DUMPS.items():
-        out = root / recorded.lstrip("/")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(lzma.decompress((LANGS / scenario / (out.name + ".xz")).read_bytes()))
-    ks = work / "kallsyms"
-    ks.write_bytes(lzma.decompress((LANGS / "kallsyms.xz").read_bytes()))
-    return root, ks, work
-
-
-def unpack(scenario, name, work):
-    out = work / ("%s-%s" % (scenario, name))
-    if not out.exists():
-        out.write_bytes(lzma.decompress((LANGS / scenario / (name + ".xz")).read_bytes()))
-    return out
+    """The guest's symfs, kallsyms and a work dir, from tests/data/langs."""
+    return Guest(LANGS, tmp_path_factory.mktemp("langs"), DUMPS)
 
 
 def ours(scenario, guest, *extra):
     root, ks, work = guest
-    data = unpack(scenario, "per-task.data", work)
+    data = guest.unpack(scenario, "per-task.data")
     r = run_cli("script", data, "--symfs", root, "--kallsyms", ks, "--max-stack", "1024", "-q", *extra)
     assert r.returncode == 0, r.stderr
     return r.stdout.decode()
 
 
-def dump_name_at(scenario, ip, work):
+def dump_name_at(scenario, ip, guest):
     """sym+0xoff the scenario's dump gives ip, read by the test itself (the last code loaded
     there), or None."""
     if scenario not in DUMPS:
         return None
     hit = None
-    for addr, size, name in loads(unpack(scenario, DUMPS[scenario].rsplit("/", 1)[1], work)):
+    for addr, size, name in loads(guest.unpack(scenario, DUMPS[scenario].rsplit("/", 1)[1])):
         if addr <= ip < addr + size:
             hit = "%s+%#x" % (name, ip - addr)
     return hit
@@ -105,7 +78,7 @@ def compare(scenario, guest):
             if p == o:
                 continue
             if p[1] == "[unknown]" and o[0] == p[0] and o[2] == DUMPS.get(scenario) \
-                    and o[1] == dump_name_at(scenario, p[0], guest[2]):
+                    and o[1] == dump_name_at(scenario, p[0], guest):
                 bad["named-by-dump"] += 1       # perf without perf inject --jit: [unknown]
                 continue
             kind = "inlined" if "inlined" in (p[2], o[2]) else "vdso" if p[2] == "[vdso]" else "name"

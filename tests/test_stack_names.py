@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from conftest import run_cli
+from conftest import need_engine, run_cli
 from google_pprof import read_profile
 from synth import K, Synth
 from deferstitch.abi import consts as C
@@ -90,6 +90,7 @@ def expected_counts(want):
 
 @pytest.mark.parametrize("accel", ["require", "0"])
 def test_folded_names_follow_each_process_maps(tmp_path, accel):
+    need_engine(accel)
     want, path = scenario(tmp_path / "maps.data")
     r = run_cli("folded", path, "--no-symbols", env={**os.environ, "DEFERSTITCH_ACCEL": accel})
     assert r.returncode == 0, r.stderr
@@ -98,6 +99,7 @@ def test_folded_names_follow_each_process_maps(tmp_path, accel):
 
 @pytest.mark.parametrize("accel", ["require", "0"])
 def test_pprof_locations_follow_each_process_maps(tmp_path, accel):
+    need_engine(accel)
     want, path = scenario(tmp_path / "maps.data")
     out = tmp_path / "p.pb.gz"
     r = run_cli("export", path, "--format", "pprof", "--no-symbols", "-o", out,
@@ -134,17 +136,18 @@ def test_signature_is_the_maps_content():
     assert m.signature(1) == m.signature(99)                # no maps: as a pid never seen
 
 
-def test_forgotten_signatures_never_mix_stacks(tmp_path, monkeypatch):
+@pytest.mark.parametrize("accel", ["require", "0"])
+def test_forgotten_signatures_never_mix_stacks(tmp_path, monkeypatch, accel):
     """With room for two map sets only, the signatures are forgotten again and again (sig_epoch):
     names still follow each process's own maps."""
+    need_engine(accel)
     monkeypatch.setattr(Maps, "SIGNATURES", 2)
     from deferstitch import cli
     want, path = scenario(tmp_path / "maps.data")
-    for accel in ("require", "0"):
-        monkeypatch.setenv("DEFERSTITCH_ACCEL", accel)
-        out = tmp_path / ("f-%s.txt" % accel)
-        assert cli.main(["folded", str(path), "--no-symbols", "-o", str(out)]) == 0
-        assert user_counts(out.read_text()) == expected_counts(want)
+    monkeypatch.setenv("DEFERSTITCH_ACCEL", accel)
+    out = tmp_path / ("f-%s.txt" % accel)
+    assert cli.main(["folded", str(path), "--no-symbols", "-o", str(out)]) == 0
+    assert user_counts(out.read_text()) == expected_counts(want)
 
 
 @pytest.mark.parametrize("accel", ["0", "1"], ids=["python", "engine"])

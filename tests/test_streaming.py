@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import CAPTURES, ROOT, capture, run_cli
+from conftest import CAPTURES, ROOT, capture, need_engine, run_cli
 from deferstitch.errors import FormatError
 
 
@@ -111,6 +111,7 @@ def test_engine_equals_python_through_a_slow_pipe(argv):
     """The C engine on standard input (records cut anywhere by short reads) against the Python
     path, byte for byte, on the whole pipe capture and on one cut inside a record (the same
     error line, after the same output)."""
+    need_engine("require")
     path, _ = capture("pipe")
     whole = path.read_bytes()
     for data in (whole, whole[:len(whole) * 2 // 3 + 5]):

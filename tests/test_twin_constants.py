@@ -6,6 +6,8 @@ import importlib
 
 import pytest
 
+from conftest import need_built
+
 from deferstitch import model, report
 from deferstitch.perfdata import engine as perf_engine
 from deferstitch.tracecmd import engine as trace_engine
@@ -19,7 +21,8 @@ def _module(name):
     try:
         return importlib.import_module("deferstitch." + name)
     except ImportError:
-        pytest.skip("deferstitch.%s is not built" % name)
+        need_built({"_accel": "the C engine (deferstitch._accel)",
+                    "_tracedat": "the page reader (deferstitch._tracedat)"}[name], False)
 
 
 @pytest.mark.parametrize("name", ["_accel", "_tracedat"])
