@@ -5,17 +5,22 @@
  * symbols; func_map_init sorts the addresses (equal ones in the reverse of the file's order);
  * tep_find_function is __find_func's bsearch with func_bcmp.
  *
- * Memory: the sorted addresses (8 bytes a symbol), for each its name's place in one block of
- * names in the file's order (4 + 4 bytes) and that block; no object a symbol, no copy of the
- * text kept. */
+ * Memory: for each symbol its address and its name's place in one block of names in the file's
+ * order (16 bytes, sorted in place), and that block; no object a symbol, no copy of the text
+ * kept. */
 #include "_tracedat.h"
 #include <stdlib.h>
 
 typedef struct {
+    uint64_t addr;
+    uint32_t start, len;    /* its name: blob[start:start + len]; names are never empty, so
+                             * start grows with the symbol's place in the file */
+} KsSym;
+
+typedef struct {
     PyObject_HEAD
     Py_ssize_t n;
-    uint64_t *addrs;        /* sorted */
-    uint32_t *start, *len;  /* the i-th (sorted) symbol's name: blob[start[i]:start[i] + len[i]] */
+    KsSym *sym;             /* sorted */
     char *blob;
 } Kallsyms;
 
@@ -81,17 +86,13 @@ static int ks_line(const unsigned char *p, Py_ssize_t n, uint64_t *addr, unsigne
     return 1;
 }
 
-typedef struct {
-    uint64_t addr;
-    uint32_t at;            /* the symbol's place in the file (among those kept) */
-} KsEntry;
-
-/* address order; equal addresses in the reverse of the file's order (formats._sorted's rule) */
+/* address order; equal addresses in the reverse of the file's order (formats.Kallsyms' keys):
+ * the later name in the block first */
 static int ks_cmp(const void *a, const void *b) {
-    const KsEntry *x = a, *y = b;
+    const KsSym *x = a, *y = b;
     if (x->addr != y->addr)
         return x->addr < y->addr ? -1 : 1;
-    return x->at < y->at ? 1 : x->at > y->at ? -1 : 0;
+    return x->start < y->start ? 1 : x->start > y->start ? -1 : 0;
 }
 
 static int ks_grow(void **p, size_t *cap, size_t need, size_t item) {
@@ -112,9 +113,8 @@ static int ks_build(Kallsyms *k, const unsigned char *text, Py_ssize_t size) {
     const unsigned char *nul = memchr(text, 0, (size_t)size);
     if (nul)
         size = nul - text;
-    KsEntry *ent = NULL;
-    uint32_t *fstart = NULL;            /* file order: the i-th kept name starts at fstart[i] */
-    size_t nent = 0, cap_ent = 0, cap_fstart = 0, cap_blob = 0, nblob = 0;
+    KsSym *sym = NULL;
+    size_t n = 0, cap_sym = 0, cap_blob = 0, nblob = 0;
     char *blob = NULL;
     Py_ssize_t pos = 0;
     while (pos < size) {                /* strtok_r(, "\n"): no empty lines */
@@ -127,65 +127,46 @@ static int ks_build(Kallsyms *k, const unsigned char *text, Py_ssize_t size) {
             if (!ks_line(text + pos, end - pos, &addr, &type, &name, &nlen))
                 break;                  /* "Failed to parse kallsyms" */
             if (text[pos + name] != '$' && type != 'A' && type != 'a') {
-                if (nblob + (size_t)nlen > UINT32_MAX || nent >= UINT32_MAX) {
+                if (nblob + (size_t)nlen > UINT32_MAX) {
                     PyErr_SetString(PyExc_OverflowError, "kallsyms: names past 4 GiB");
                     goto fail;
                 }
-                if (ks_grow((void **)&ent, &cap_ent, nent + 1, sizeof *ent) < 0 ||
-                    ks_grow((void **)&fstart, &cap_fstart, nent + 2, sizeof *fstart) < 0 ||
+                if (ks_grow((void **)&sym, &cap_sym, n + 1, sizeof *sym) < 0 ||
                     ks_grow((void **)&blob, &cap_blob, nblob + (size_t)nlen, 1) < 0) {
                     PyErr_NoMemory();
                     goto fail;
                 }
-                ent[nent].addr = addr;
-                ent[nent].at = (uint32_t)nent;
-                fstart[nent] = (uint32_t)nblob;
+                sym[n].addr = addr;
+                sym[n].start = (uint32_t)nblob;
+                sym[n].len = (uint32_t)nlen;
                 memcpy(blob + nblob, text + pos + name, (size_t)nlen);
                 nblob += (size_t)nlen;
-                nent++;
-                fstart[nent] = (uint32_t)nblob;
+                n++;
             }
         }
         pos = end + 1;
     }
-    if (nent)
-        qsort(ent, nent, sizeof *ent, ks_cmp);
-    k->addrs = malloc((nent ? nent : 1) * sizeof *k->addrs);
-    k->start = malloc((nent ? nent : 1) * sizeof *k->start);
-    k->len = malloc((nent ? nent : 1) * sizeof *k->len);
-    if (!k->addrs || !k->start || !k->len) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    for (size_t i = 0; i < nent; i++) {
-        uint32_t at = ent[i].at;
-        k->addrs[i] = ent[i].addr;
-        k->start[i] = fstart[at];
-        k->len[i] = fstart[at + 1] - fstart[at];
-    }
-    free(ent);
-    free(fstart);
-    if (nblob && nblob < cap_blob) {
+    if (n) {
+        qsort(sym, n, sizeof *sym, ks_cmp);
+        KsSym *s = realloc(sym, n * sizeof *sym);       /* the spare room given back */
+        if (s)
+            sym = s;
         char *b = realloc(blob, nblob);
         if (b)
             blob = b;
     }
-    k->blob = blob;
-    k->n = (Py_ssize_t)nent;
+    k->sym = sym, k->blob = blob, k->n = (Py_ssize_t)n;
     return 0;
 fail:
-    free(ent);
-    free(fstart);
+    free(sym);
     free(blob);
     return -1;
 }
 
 static void ks_free(Kallsyms *k) {
-    free(k->addrs);
-    free(k->start);
-    free(k->len);
+    free(k->sym);
     free(k->blob);
-    k->addrs = NULL, k->start = k->len = NULL, k->blob = NULL, k->n = 0;
+    k->sym = NULL, k->blob = NULL, k->n = 0;
 }
 
 static int Kallsyms_init(Kallsyms *self, PyObject *args, PyObject *kw) {
@@ -229,7 +210,7 @@ static Py_ssize_t Kallsyms_len(Kallsyms *self) {
 }
 
 static PyObject *ks_name(Kallsyms *self, Py_ssize_t i) {
-    return PyUnicode_DecodeUTF8(self->blob + self->start[i], self->len[i], "replace");
+    return PyUnicode_DecodeUTF8(self->blob + self->sym[i].start, self->sym[i].len, "replace");
 }
 
 static PyObject *Kallsyms_name(Kallsyms *self, PyObject *arg) {
@@ -255,12 +236,12 @@ static PyObject *Kallsyms_function(Kallsyms *self, PyObject *arg) {
     Py_DECREF(num);
     if (addr == (uint64_t)-1 && PyErr_Occurred())
         return NULL;
-    const uint64_t *a = self->addrs;
+    const KsSym *a = self->sym;
     Py_ssize_t lo = 0, hi = self->n, last = self->n - 1;
     while (lo < hi) {
         Py_ssize_t i = (lo + hi) / 2;
-        uint64_t x = a[i];
-        if (addr == x || (addr > x && addr < (i < last ? a[i + 1] : 0)))
+        uint64_t x = a[i].addr;
+        if (addr == x || (addr > x && addr < (i < last ? a[i + 1].addr : 0)))
             return ks_name(self, i);
         if (addr < x)
             hi = i;
