@@ -16,7 +16,7 @@ $(VENV)/.made:
 	$(VPY) -m pip install -q --upgrade pip
 	touch $@
 
-$(VENV)/.installed: $(VENV)/.made setup.py deferstitch/_accel.c deferstitch/_tracemodule.c deferstitch/_tracedat.c deferstitch/_tracefeed.c deferstitch/_tracedat.h \
+$(VENV)/.installed: $(VENV)/.made setup.py deferstitch/_accel.c deferstitch/_tracemodule.c deferstitch/_tracedat.c deferstitch/_tracefeed.c deferstitch/_kallsyms.c deferstitch/_tracedat.h \
 		deferstitch/_stitchcore.h deferstitch/_twin.h
 	$(VPY) -m pip install -q -e .
 	$(VPY) setup.py -q build_ext --inplace 2>/dev/null; $(VPY) -c "import deferstitch._accel" 2>/dev/null || \
@@ -98,7 +98,7 @@ asan:
 	  -o $(ASAN_DIR)/deferstitch/_accel$$($(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 	gcc -shared -fPIC -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -std=gnu11 \
 	  -I$$($(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()['include'])") \
-	  deferstitch/_tracemodule.c deferstitch/_tracedat.c deferstitch/_tracefeed.c \
+	  deferstitch/_tracemodule.c deferstitch/_tracedat.c deferstitch/_tracefeed.c deferstitch/_kallsyms.c \
 	  -o $(ASAN_DIR)/deferstitch/_tracedat$$($(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=halt_on_error=1 \
 	  LD_PRELOAD=$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so) \
@@ -143,7 +143,7 @@ fuzz-engine: fuzz-seeds
 	  $$($(PYTHON)-config --embed --ldflags) -o $(FUZZ_DIR)/engine_fuzz
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -DFUZZ_MODULE=_tracedat -DFUZZ_CASE=pages_case \
-	  $$($(PYTHON)-config --includes) fuzz/module_fuzz.c deferstitch/_tracemodule.c deferstitch/_tracedat.c deferstitch/_tracefeed.c \
+	  $$($(PYTHON)-config --includes) fuzz/module_fuzz.c deferstitch/_tracemodule.c deferstitch/_tracedat.c deferstitch/_tracefeed.c deferstitch/_kallsyms.c \
 	  $$($(PYTHON)-config --embed --ldflags) -o $(FUZZ_DIR)/pages_fuzz
 	DEFERSTITCH_ROOT=$(CURDIR) PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=0 \
 	  fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_DIR)/pages_fuzz $(FUZZ_DIR)/corpus-pages $(FUZZ_DIR)/seeds/pages \
@@ -163,7 +163,7 @@ fuzz-feed: fuzz-seeds
 	mkdir -p $(FUZZ_DIR)/corpus-feed
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -DFUZZ_MODULE=_tracedat -DFUZZ_CASE=feed_case \
-	  $$($(PYTHON)-config --includes) fuzz/module_fuzz.c deferstitch/_tracemodule.c deferstitch/_tracedat.c deferstitch/_tracefeed.c \
+	  $$($(PYTHON)-config --includes) fuzz/module_fuzz.c deferstitch/_tracemodule.c deferstitch/_tracedat.c deferstitch/_tracefeed.c deferstitch/_kallsyms.c \
 	  $$($(PYTHON)-config --embed --ldflags) -o $(FUZZ_DIR)/feed_fuzz
 	DEFERSTITCH_ROOT=$(CURDIR) PYTHONMALLOC=malloc \
 	  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:quarantine_size_mb=16:malloc_context_size=4:abort_on_error=1 \

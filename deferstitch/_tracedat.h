@@ -102,4 +102,5 @@ int td_advance(Walker *w, Cpu *c);          /* the CPU's next record: 1 held, 0 
 PyObject *td_raise_damage(Cpu *c);          /* Damaged(cpu, offset, why) set; NULL */
 PyObject *td_feed_type(void);               /* _tracefeed.c's Feed type, ready */
 int td_walker_ready(PyObject *m);           /* Walker and Damaged ready, added to module m */
+int td_kallsyms_ready(PyObject *m);         /* _kallsyms.c's Kallsyms ready, added to module m */
 #endif

@@ -1,10 +1,11 @@
 /* deferstitch._tracedat, the module: the page walker (_tracedat.c) and the ftrace feed that runs
- * on it (_tracefeed.c), put together here so that the arrows run one way:
+ * on it (_tracefeed.c), put together here so that the arrows run one way (the kallsyms index,
+ * _kallsyms.c, stands alone):
  *
  *     _tracemodule.c --> _tracefeed.c --> _tracedat.c (the walker, _tracedat.h)
  *            \------------------------------^
  *
- * It exports Walker, Damaged, Feed, the feed's modes and the numbers both sides share (_twin.h). */
+ * It exports Walker, Damaged, Feed, Kallsyms, the feed's modes and the numbers both sides share (_twin.h). */
 #include "_tracedat.h"
 #include "_twin.h"
 
@@ -21,7 +22,7 @@ PyMODINIT_FUNC PyInit__tracedat(void) {
     if (!m)
         return NULL;
     Py_INCREF(feed);
-    if (td_walker_ready(m) < 0 || PyModule_AddObject(m, "Feed", feed) < 0 || twin_export(m) < 0 ||
+    if (td_walker_ready(m) < 0 || td_kallsyms_ready(m) < 0 || PyModule_AddObject(m, "Feed", feed) < 0 || twin_export(m) < 0 ||
         PyModule_AddIntConstant(m, "FEED_MODE_NONE", FEED_MODE_NONE) < 0 ||
         PyModule_AddIntConstant(m, "FEED_MODE_SAMPLES", FEED_MODE_SAMPLES) < 0 ||
         PyModule_AddIntConstant(m, "FEED_MODE_RESOLVED", FEED_MODE_RESOLVED) < 0) {

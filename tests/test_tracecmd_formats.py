@@ -287,19 +287,21 @@ def _their_kallsyms(item):
                                              for a in addrs])
 
 
+KALLSYMS_ODD = (b"ffffffff81000000 T _stext\nffffffff81000000 t dup_a\nffffffff81000000 T dup_b\n"
+                b"0000000000000000 A fixed_percpu_data\nffffffff81000100 a absolute\n"
+                b"ffffffff81000200 t $x.1\nffffffff81000300 t ext4_read\t[ext4]\n\n"
+                b"ffffffff81000400 W weak_one\nffffffff81000500 D data_sym\n"
+                b"ffffffff81000050 T out_of_order\nffffffffc0000000 t mod_fn\t[mod]\n")
+
+
 def test_damaged_kallsyms_have_libtraceevents_functions():
     """Symbol types dropped (A, a, $names), modules, duplicates, odd lines (the parse stops at
     the first it cannot read, keeping what came before)."""
     need_bookworm_libtraceevent()
     from deferstitch.tracecmd import formats
-    base = (b"ffffffff81000000 T _stext\nffffffff81000000 t dup_a\nffffffff81000000 T dup_b\n"
-            b"0000000000000000 A fixed_percpu_data\nffffffff81000100 a absolute\n"
-            b"ffffffff81000200 t $x.1\nffffffff81000300 t ext4_read\t[ext4]\n\n"
-            b"ffffffff81000400 W weak_one\nffffffff81000500 D data_sym\n"
-            b"ffffffff81000050 T out_of_order\nffffffffc0000000 t mod_fn\t[mod]\n")
     rnd = random.Random(5)
     items = []
-    for text in [base] + mutate(base, rnd, 300):
+    for text in [KALLSYMS_ODD] + mutate(KALLSYMS_ODD, rnd, 300):
         ks = formats.Kallsyms(text)
         addrs = sorted({a + d for a in ks.addrs for d in (-1, 0, 1)} | {0, 0xffffffff81000001,
                                                                        (1 << 64) - 1})
@@ -434,3 +436,126 @@ def test_ownfile_opens_a_zlib_v7_file_that_libtracecmd_13_cannot(tmp_path):
     ours, theirs = _own_and_theirs(tmp_path / "zstd.dat")
     assert ours == theirs
     assert dict(zlib_view, compression="zstd") == theirs
+
+
+# -- the kallsyms index in C (deferstitch/_kallsyms.c), twin of formats.Kallsyms -----------------
+def c_kallsyms():
+    from conftest import need_built
+    from deferstitch.tracecmd import pages
+    need_built("the kallsyms index (deferstitch._tracedat.Kallsyms)", pages.Kallsyms is not None)
+    return pages.Kallsyms
+
+
+def _twin_addresses(ks, rnd, n=3000):
+    """At, just around and between the symbols of formats.Kallsyms ks, below the first, past
+    the last, 0, 2**64-1, and a few out of the 64 bits (masked: -1, 2**64 + 5)."""
+    a = ks.addrs
+    out = {0, 1, (1 << 64) - 1, -1, (1 << 64) + 5, rnd.getrandbits(64)}
+    for i in rnd.sample(range(len(a)), min(n, len(a))):
+        nxt = a[i + 1] if i + 1 < len(a) else a[i] + 0x1000
+        out.update({a[i], a[i] - 1, a[i] + 1, (a[i] + nxt) // 2, nxt - 1})
+    if len(a):
+        out.update({a[0] - 1, a[-1], a[-1] + 1, a[-1] + (1 << 20)})
+    return sorted(out)
+
+
+def assert_twins(text, make, rnd, n=3000):
+    """The C index of text is formats.Kallsyms': its count, every name in address order (the
+    order of equal addresses with it) and function() around the symbols; the number of symbols."""
+    from deferstitch.tracecmd import formats
+    py, c = formats.Kallsyms(text), make(text)
+    assert len(c) == len(py), text[:300]
+    assert [c.name(i) for i in range(len(c))] == [py.name(i) for i in range(len(py))], text[:300]
+    addrs = _twin_addresses(py, rnd, n)
+    got, want = [c.function(a) for a in addrs], [py.function(a) for a in addrs]
+    assert got == want, (text[:300], [(hex(a), x, y) for a, x, y in zip(addrs, got, want)
+                                      if x != y][:5])
+    return len(py)
+
+
+def test_c_kallsyms_is_formats_kallsyms_on_every_trace_dat_and_a_big_made_up_kernel(traces):
+    """The kallsyms of every trace.dat the tests carry or make (the real capture's: a kernel's
+    100 000+ symbols) and tracecmd_synth's 200 000-symbol kernel."""
+    make = c_kallsyms()
+    from deferstitch.errors import DeferstitchError
+    rnd, sizes = random.Random(11), []
+    for path in traces:
+        try:
+            meta = _meta(path)
+        except DeferstitchError:
+            continue
+        if meta is not None:
+            sizes.append(assert_twins(meta.kallsyms, make, rnd))
+    syms, _ = S.varied_kallsyms(200_000)
+    sizes.append(assert_twins(S.kallsyms_text(syms), make, rnd, n=20000))
+    assert len(sizes) >= 8 and max(sizes) >= 190_000 and sum(1 for n in sizes if n > 1) >= 4, sizes
+
+
+def test_c_kallsyms_is_formats_kallsyms_on_damaged_texts():
+    """The texts test_damaged_kallsyms_have_libtraceevents_functions gives libtraceevent (types
+    dropped, equal addresses, odd lines), damaged copies of a made-up kernel's."""
+    make = c_kallsyms()
+    rnd = random.Random(12)
+    syms, _ = S.varied_kallsyms(300, seed=3)
+    made = S.kallsyms_text(syms)
+    for text in [KALLSYMS_ODD] + mutate(KALLSYMS_ODD, rnd, 300) + mutate(made, rnd, 300):
+        assert_twins(text, make, rnd, n=200)
+
+
+def _fuzz_line(rnd):
+    """A kallsyms line as sscanf may read it or not: spaces of every kind, signs, 0x, 1-20
+    digits, any type, names long, empty, '$', NUL, non-UTF-8."""
+    ws = lambda: rnd.choice([b"", b" ", b"\t", b"  ", b"\r", b"\v\f", b" \t "])   # noqa: E731
+    digits = b"".join(rnd.choice([b"0", b"f", b"F", b"a", b"9", b"8", b"1"])
+                      for _ in range(rnd.choice((1, 3, 15, 16, 16, 16, 17, 20))))
+    addr = rnd.choice([b"", b"+", b"-", b"", b""]) + rnd.choice([b"", b"0x", b"0X", b"0", b""]) \
+        + rnd.choice([digits, digits, b"", b"g", b"x"])
+    name = rnd.choice([b"fn", b"$x.1", b"", b"\xff\xfe", b"caf\xc3\xa9", b"\xc3", b"a\0b",
+                       b"n" * rnd.randrange(1, 600), b"x[mod]", b"\x80"])
+    kind = rnd.choice([b"T", b"t", b"A", b"a", b"W", b"$", b"\xe9", b"", b"0"])
+    tail = rnd.choice([b"", b"", b"\t[mod]", b" extra words", ws()])
+    return ws() + addr + ws() + kind + ws() + name + tail
+
+
+def test_c_kallsyms_is_formats_kallsyms_on_fuzzed_texts():
+    """Random texts of good and odd lines: the parse stops at the same line, the same symbols
+    kept, named the same (UTF-8 with "replace")."""
+    make = c_kallsyms()
+    rnd = random.Random(13)
+    good = b"ffffffff81000000 T _stext\nffffffff81000400 t dup\nffffffff81000400 t dup2\n"
+    counts = []
+    for k in range(2000):
+        lines = [_fuzz_line(rnd) if rnd.random() < 0.3 else good.split(b"\n")[rnd.randrange(3)]
+                 for _ in range(rnd.randrange(1, 30))]
+        text = rnd.choice([b"\n", b"\n\n", b"\r\n"]).join(lines)
+        counts.append(assert_twins(text, make, rnd, n=50))
+    assert sum(1 for n in counts if n == 0) > 50 and sum(1 for n in counts if n > 5) > 200, counts
+    # the types the Python takes: a list that gives the text up, a bytearray, a memoryview
+    held = [good]
+    assert len(make(held)) == 3 and held == []
+    assert len(make(bytearray(good))) == len(make(memoryview(good))) == 3
+    with pytest.raises(TypeError):
+        make("ffffffff81000000 T _stext\n")
+    with pytest.raises(TypeError):
+        make(good).function(1.5)
+    with pytest.raises(IndexError):
+        make(good).name(3)
+    assert make(good).name(-1) == "dup"          # the last in address order: equal ones reversed
+
+
+def test_ownfile_names_kernel_functions_with_the_c_index_unless_accel_is_0(tmp_path, monkeypatch):
+    """OwnFile.function builds the C index where it is built, formats.Kallsyms with
+    DEFERSTITCH_ACCEL=0; either way the same names, and the text is given up."""
+    make = c_kallsyms()
+    from deferstitch.tracecmd import formats
+    path = S.deferred(tmp_path / "d.dat")
+    meta = _meta(path)
+    addrs = _twin_addresses(formats.Kallsyms(meta.kallsyms), random.Random(14), n=500)
+    names = {}
+    for accel, kind in (("1", make), ("0", formats.Kallsyms)):
+        monkeypatch.setenv("DEFERSTITCH_ACCEL", accel)
+        f = ownfile_of(path)
+        names[accel] = [f.function(a) for a in addrs]
+        assert type(f._kallsyms) is kind and f._kallsyms_text is None
+        os.close(f.fd)
+    assert names["1"] == names["0"] and any(names["0"]), names

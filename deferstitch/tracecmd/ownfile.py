@@ -95,7 +95,10 @@ class OwnFile:
         """The kernel function containing addr (the file's kallsyms), or None."""
         if self._kallsyms is None:
             held, self._kallsyms_text = [self._kallsyms_text], None
-            self._kallsyms = formats.Kallsyms(held)     # frees the text once read
+            # the C twin where built (a tenth of the time, no object a symbol); DEFERSTITCH_ACCEL=0
+            # keeps the definition
+            use_c = pages.Kallsyms is not None and pages.accel_allowed()
+            self._kallsyms = (pages.Kallsyms if use_c else formats.Kallsyms)(held)  # frees the text
         return self._kallsyms.function(addr)
 
     def instance_names(self):

@@ -245,3 +245,5 @@ class WalkedBuffer:
 Damaged = _tracedat.Damaged if _tracedat is not None else None
 DAMAGED = (walk.Damaged,) + ((Damaged,) if Damaged is not None else ())    # either walker's
 Feed = getattr(_tracedat, "Feed", None)         # the C feed (_tracefeed.c): tracecmd/engine.py
+# formats.Kallsyms' C twin (_kallsyms.c): ownfile.OwnFile.function
+Kallsyms = getattr(_tracedat, "Kallsyms", None)
