@@ -242,6 +242,7 @@ class TraceDat:
         self.instances = {name: [CpuBuffer() for _ in range(cpus)] for name in instances}
         self.records = []       # (buffer or None, cpu, ts, fmt, pid, values) as written: stitched()
         self.drops = []         # (buffer or None, cpu, ts, missed)
+        self.options = []       # (id, data) more options, after the BUFFER ones
 
     def _buffers(self, buffer):
         return self.cpus if buffer is None else self.instances[buffer]
@@ -291,6 +292,8 @@ class TraceDat:
             out += struct.pack("<HI", TRACECMD_OPTION_BUFFER, 8 + len(body))
             patch[name] = len(out)
             out += struct.pack("<Q", 0) + body
+        for oid, data in self.options:
+            out += struct.pack("<HI", oid, len(data)) + data
         out += struct.pack("<H", 0)
         self._flyrecord(out, self.cpus)
         for name, cpus in self.instances.items():
