@@ -32,7 +32,7 @@ from ..errors import FormatError
 MAGIC = b"\x17\x08\x44tracing"      # the first bytes of every trace.dat (trace-output.c)
 BUFSIZ = 8192           # libtracecmd's read_string reads a string in one BUFSIZ read (glibc)
 SEC_FL_COMPRESS = 1     # TRACECMD_SEC_FL_COMPRESS
-OPTION_DONE, OPTION_STRINGS = 0, 15
+OPTION_DONE, OPTION_BUFFER, OPTION_STRINGS, OPTION_BUFFER_TEXT = 0, 3, 15, 22
 # enum tracecmd_option_id (trace-cmd-private.h): the sections v6 has in line
 HEADER_INFO, FTRACE_EVENTS, EVENT_FORMATS, KALLSYMS, PRINTK, CMDLINES = range(16, 22)
 FILE_VERSION_SECTIONS = FILE_VERSION_MAX = 7     # older versions: v6's layout (all of 0-6)
@@ -47,7 +47,7 @@ class Meta:
     __slots__ = ("version", "big_endian", "long_size", "page_size", "compression",
                  "compression_version", "header_page", "header_event", "ftrace", "events",
                  "kallsyms", "kallsyms_at", "printk", "cmdlines", "cmdlines_at", "cpus",
-                 "options", "data_kind", "data_at")
+                 "options", "data_kind", "data_at", "buffers", "whole")
 
     def __init__(self):
         self.version = self.long_size = self.page_size = self.cpus = None
@@ -59,6 +59,8 @@ class Meta:
         self.events = []        # [(system, file offset, format text)] in file order
         self.options = []       # [(id, file offset, data)] in file order, DONE excepted
         self.data_kind = None   # v6: b"flyrecord" or b"latency" (v7: in its own sections)
+        self.buffers = []       # [(id, a _Reader over its data)]: BUFFER and BUFFER_TEXT options
+        self.whole = True       # False: an options section we cannot decompress was not walked
 
     def __repr__(self):
         return ("Meta(v%s %s long %s page %s compression %s, %d ftrace + %d event formats, "
@@ -74,9 +76,10 @@ class _Reader:
     ``meta``: a Meta the walk fills (collect()), or None (check(): sizes only, nothing read)."""
 
     def __init__(self, path, fd=None, data=None, start=0, end=None, base=None, endian="<",
-                 scope="file", meta=None):
+                 scope="file", meta=None, texts=False):
         self.path, self.fd, self.data, self.start, self.end = path, fd, data, start, end
         self.base, self.endian, self.scope, self.meta = base, endian, scope, meta
+        self.texts = texts
 
     def at(self, pos):
         """The file offset an error about pos names (a decompressed block: its section's)."""
@@ -84,7 +87,7 @@ class _Reader:
 
     def keep(self, start, end, what):
         """The bytes start..end, read only when collecting."""
-        return self.bytes(start, end - start, what) if self.meta is not None else b""
+        return self.bytes(start, end - start, what) if self.texts else b""
 
     def extent(self):
         """What the reads are bounded by, in words: the file, or a section of the file."""
@@ -136,19 +139,20 @@ class _Reader:
 def check(path, fd):
     """Raise FormatError (with the offset) where the metadata of the trace.dat open on fd does
     not hold inside the file; return its file version."""
-    meta = _walk(path, fd, None)
+    meta = _walk(path, fd, Meta(), texts=False)
     return meta and meta.version
 
 
-def collect(path, fd):
+def collect(path, fd, texts=True):
     """check()'s walk, keeping what it passes: a Meta, or None where libtracecmd refuses the
-    version itself. The texts are read here; the formats are formats.py's to parse."""
-    return _walk(path, fd, Meta())
+    version itself. The texts are read here (unless ``texts`` is False: the numbers and
+    options only); the formats are formats.py's to parse."""
+    return _walk(path, fd, Meta(), texts)
 
 
-def _walk(path, fd, meta):
+def _walk(path, fd, meta, texts):
     end = os.fstat(fd).st_size
-    r = _Reader(path, fd=fd, end=end, meta=meta)
+    r = _Reader(path, fd=fd, end=end, meta=meta, texts=texts)
     pos = r.tag(0, MAGIC, "the magic")
     text, pos = r.string(pos, "the version string")
     version = _strtol(text)
@@ -206,6 +210,7 @@ def _v7(r, pos):
         seen.add(at)
         block, sid = _section(r, at, "an options section")
         if block is None:
+            r.meta.whole = False
             return
         if sid != OPTION_DONE:
             r.fail(at, "an options section of id %d (0 expected)" % sid)
@@ -228,7 +233,7 @@ def _section(r, at, what):
     start, end = r.sized(pos, 8, what)
     if not flags & SEC_FL_COMPRESS:
         return _Reader(r.path, fd=r.fd, start=start, end=end, endian=r.endian, scope="section",
-                       meta=r.meta), sid
+                       meta=r.meta, texts=r.texts), sid
     csize, p = r.number(start, 4, "the compressed block of " + what)
     rsize, p = r.number(p, 4, "the compressed block of " + what)
     if p + csize > end:
@@ -237,7 +242,7 @@ def _section(r, at, what):
     if data is None:
         return None, sid
     return _Reader(r.path, data=data, end=len(data), base=at, endian=r.endian, scope="section",
-                   meta=r.meta), sid
+                   meta=r.meta, texts=r.texts), sid
 
 
 def _decompress(r, at, raw, size):
@@ -301,6 +306,10 @@ def _options(r, pos, v7):
         data = r.bytes(pos, size, "option %d" % oid)
         if r.meta is not None and oid != OPTION_DONE:
             r.meta.options.append((oid, r.at(pos), data))
+            if v7 and oid in (OPTION_BUFFER, OPTION_BUFFER_TEXT):
+                r.meta.buffers.append((oid, _Reader(r.path, fd=r.fd, data=r.data, start=pos,
+                                                    end=pos + size, base=r.base, endian=r.endian,
+                                                    scope="option %d" % oid)))
         if v7 and oid in _SECTIONS and size >= 8:
             sections[oid] = struct.unpack_from(r.endian + "Q", data)[0]
         pos += size
@@ -380,7 +389,6 @@ _SECTIONS = {HEADER_INFO: _header_info, FTRACE_EVENTS: _ftrace_events,
 # libtracecmd decompresses one chunk at a time (trace-input.c read_zpage) and counts offsets in
 # the decompressed data: init_cpu_zpage puts the first CPU's at page_size, each next one at the
 # next page boundary after it (an instance continues after the top buffer's CPUs).
-OPTION_BUFFER, OPTION_BUFFER_TEXT = 3, 22
 
 
 class CpuData:
@@ -415,54 +423,20 @@ class BufferData:
         return "BufferData(%r, %s, %r)" % (self.name, self.compression, self.cpus)
 
 
-def flyrecord(path, fd):
+def flyrecord(path, fd, meta=None):
     """[BufferData] of a v7 trace.dat, in the order of its options (libtracecmd's: the top
-    buffer, and its instances by index), every size checked (FormatError with its offset); None
-    for a v6 file (libtracecmd gives its CPU data offsets) or where an options section is
-    compressed with a zstd we have no module for."""
-    end = os.fstat(fd).st_size
-    r = _Reader(path, fd=fd, end=end)
-    pos = r.tag(0, MAGIC, "the magic")
-    text, pos = r.string(pos, "the version string")
-    if _strtol(text) < FILE_VERSION_SECTIONS or _strtol(text) > FILE_VERSION_MAX:
+    buffer, and its instances by index), every size checked (FormatError with its offset), from
+    the BUFFER options the header walk kept (``meta``: collect()'s, else a walk without the
+    texts); None for a v6 file (libtracecmd gives its CPU data offsets) or where an options
+    section is compressed with a zstd we have no module for."""
+    if meta is None:
+        meta = collect(path, fd, texts=False)
+    if meta is None or meta.version < FILE_VERSION_SECTIONS or not meta.whole:
         return None
-    flags = r.bytes(pos, 2, "the endian and long size bytes")
-    r.endian = ">" if flags[0] else "<"
-    _page, pos = r.number(pos + 2, 4, "the page size")
-    name, pos = r.string(pos, "the compression's name")
-    _ver, pos = r.string(pos, "the compression's version")
+    r = _Reader(path, fd=fd, end=os.fstat(fd).st_size, endian=">" if meta.big_endian else "<")
+    name = (meta.compression or "").encode()
     compression = None if name in (b"", b"none") else name.decode("ascii", "replace")
-    at, _p = r.number(pos, 8, "the offset of the first options section")
-    out, seen = [], set()
-    while at:
-        if at in seen or len(seen) > MAX_OPTION_SECTIONS:
-            r.fail(at, "the options sections point back to one another")
-        seen.add(at)
-        block, _sid = _section(r, at, "an options section")
-        if block is None:
-            return None
-        at = 0
-        for oid, opt in _each_option(block):
-            if oid == OPTION_DONE:
-                at = opt.number(opt.start, 8, "the next options section's offset")[0] \
-                    if opt.end - opt.start >= 8 else 0
-            elif oid in (OPTION_BUFFER, OPTION_BUFFER_TEXT):
-                out.append(_buffer(r, opt, oid, compression))
-    return out
-
-
-def _each_option(block):
-    """(id, a _Reader over its data) of each option of an options section, to DONE."""
-    pos = block.start
-    while True:
-        oid, pos = block.number(pos, 2, "an option's id")
-        size, pos = block.number(pos, 4, "option %d's size" % oid)
-        block.bytes(pos, size, "option %d" % oid)
-        yield oid, _Reader(block.path, fd=block.fd, data=block.data, start=pos, end=pos + size,
-                           base=block.base, endian=block.endian, scope="option %d" % oid)
-        if oid == OPTION_DONE:
-            return
-        pos += size
+    return [_buffer(r, opt, oid, compression) for oid, opt in meta.buffers]
 
 
 def _buffer(r, opt, oid, compression):

@@ -222,7 +222,7 @@ def _tables(f, meta):
     BUFFER options (headers.flyrecord), v6's in line after "flyrecord" (read_cpu_data); None
     for a buffer that is not ours to read (latency data, an options block before its table)."""
     if f.version >= headers.FILE_VERSION_SECTIONS:
-        fly = headers.flyrecord(f.path, f._fd)
+        fly = headers.flyrecord(f.path, f._fd, meta)
         if fly is None:
             return None
         top = [b for b in fly if b.name == ""]
