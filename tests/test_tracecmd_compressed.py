@@ -80,6 +80,20 @@ def test_v7_gives_the_v6_outputs(v6):
     assert compared >= 6
 
 
+def test_v7_gives_the_v6_outputs_with_or_without_the_c_modules(v6):
+    """The same outputs where the C modules are absent (the suite's second run): zstd through
+    libtracecmd, its pages walked first by walk.py; zlib, which libtracecmd 1.3 cannot open,
+    read by walk.Walker alone."""
+    for name, orig in v6.items():
+        for z in ("zstd", "zlib"):
+            path = V7 / ("%s-%s.dat" % (name, z))
+            for args in OUTPUTS:
+                want = _out(orig, args)
+                assert want[0] == 0 and want[1], (orig, args, want[2])
+                for env in (None, SLOW):
+                    assert _out(path, args, env) == want, (path, args, env)
+
+
 def test_real_zstd_capture_gives_its_v6_outputs(tmp_path):
     walker_built()
     if shutil.which("trace-cmd") is None:
