@@ -16,12 +16,11 @@ ACCEL = Extension("deferstitch._accel", ["deferstitch/_accel.c"], depends=CORE, 
 # themselves, each checked, and _tracefeed.c stitches one-buffer files on them; without it they
 # go through libtracecmd and the Python feed (tracecmd/bridge.py, reader.py). _kallsyms.c: the
 # file's kallsyms index (tracecmd/formats.py's Kallsyms in C). Compressed data
-# (trace-cmd v7) is decompressed with libzstd.so.1 / libz.so.1 loaded by dlopen() at run time:
-# no -dev headers to build, nothing for auditwheel to bundle (libdl: glibc before 2.34).
+# (trace-cmd v7) is decompressed by libzstd.so.1 / libz.so.1, whose functions tracecmd/pages.py
+# finds with ctypes at run time: no -dev headers to build, nothing for auditwheel to bundle.
 TRACEDAT = Extension("deferstitch._tracedat", ["deferstitch/_tracemodule.c", "deferstitch/_tracedat.c",
                                                 "deferstitch/_tracefeed.c", "deferstitch/_kallsyms.c"],
                      depends=["deferstitch/_tracedat.h"] + CORE, optional=OPTIONAL,
-                     libraries=["dl"],
                      extra_compile_args=["-O2", "-std=gnu11", "-Wall"])
 
 setup(

@@ -29,13 +29,13 @@
  * into a buffer of its own (trace-input.c's read_zpage holds chunks the same way), and its
  * pages walked as above. Offsets then count the decompressed data as libtracecmd counts them
  * (init_cpu_zpage: the first CPU's data at page_size, each next one page-aligned after the
- * last), so a record's offset is the one libtracecmd gives. zstd and zlib are loaded with
- * dlopen() (no -dev headers to build, nothing bundled in the wheel); without them the walker
- * cannot be made for that compression (decompressor() says so) and libtracecmd reads.
+ * last), so a record's offset is the one libtracecmd gives. zstd's and zlib's functions are
+ * handed over by address (codecs(): tracecmd/pages.py finds them with ctypes), so there are no
+ * -dev headers to build with, nothing bundled in the wheel and no libdl symbol linked; without
+ * them the walker cannot be made for that compression (decompressor() says so).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -62,7 +62,7 @@ static void damage(Cpu *c, int64_t off, const char *fmt, ...) {
  * the memory held is one such chunk per CPU. walk.py's MAX_CHUNK_PAGES. */
 #define MAX_CHUNK_PAGES 16
 
-/* The decompressors, loaded on first use with our own prototypes (zstd.h, zlib.h): trace-cmd's
+/* The decompressors, by our own prototypes (zstd.h, zlib.h), set by codecs(): trace-cmd's
  * zstd plugin writes frames (ZSTD_compress2, trace-compress-zstd.c), its zlib plugin zlib-
  * wrapped deflate streams (compress2, trace-compress-zlib.c), read back by uncompress(). */
 static size_t (*zstd_decompress)(void *, size_t, const void *, size_t);
@@ -70,26 +70,9 @@ static unsigned (*zstd_is_error)(size_t);
 static int (*zlib_uncompress)(unsigned char *, unsigned long *, const unsigned char *,
                               unsigned long);
 
-/* 1 where the library of compression algo is loaded (TD_NONE: always), else 0. */
+/* 1 where the functions of compression algo were handed over (TD_NONE: always), else 0. */
 static int codec_ready(int algo) {
-    static int tried_zstd, tried_zlib;
-    if (algo == TD_ZSTD && !tried_zstd) {
-        tried_zstd = 1;
-        void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
-        if (h) {
-            *(void **)&zstd_decompress = dlsym(h, "ZSTD_decompress");
-            *(void **)&zstd_is_error = dlsym(h, "ZSTD_isError");
-            if (!zstd_decompress || !zstd_is_error)
-                zstd_decompress = NULL;
-        }
-    }
-    if (algo == TD_ZLIB && !tried_zlib) {
-        tried_zlib = 1;
-        void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
-        if (h)
-            *(void **)&zlib_uncompress = dlsym(h, "uncompress");
-    }
-    return algo == TD_NONE || (algo == TD_ZSTD && zstd_decompress) ||
+    return algo == TD_NONE || (algo == TD_ZSTD && zstd_decompress && zstd_is_error) ||
            (algo == TD_ZLIB && zlib_uncompress);
 }
 
@@ -466,7 +449,22 @@ static PyObject *td_decompressor(PyObject *mod, PyObject *arg) {
     return PyBool_FromLong(algo > 0 && codec_ready(algo));
 }
 
+/* codecs(ZSTD_decompress, ZSTD_isError, uncompress): their addresses, 0 where the library is
+ * not here. tracecmd/pages.py finds them with ctypes (Python's own dlopen): linking dlopen
+ * here would take glibc 2.34's new version of it, and the wheel's manylinux tag with it. */
+static PyObject *td_codecs(PyObject *mod, PyObject *args) {
+    unsigned long long zd, ze, zu;
+    if (!PyArg_ParseTuple(args, "KKK", &zd, &ze, &zu))
+        return NULL;
+    *(void **)&zstd_decompress = zd && ze ? (void *)(uintptr_t)zd : NULL;
+    *(void **)&zstd_is_error = zd && ze ? (void *)(uintptr_t)ze : NULL;
+    *(void **)&zlib_uncompress = zu ? (void *)(uintptr_t)zu : NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef td_functions[] = {
+    {"codecs", td_codecs, METH_VARARGS,
+     "codecs(ZSTD_decompress, ZSTD_isError, uncompress): their addresses (0: not here)"},
     {"decompressor", td_decompressor, METH_O,
      "decompressor(name): True where the walker can read CPU data of that compression"},
     {NULL}
