@@ -12,6 +12,7 @@ import pytest
 
 import tracecmd_synth as S
 from conftest import CAPTURES, DATA, SHARED, need_built, run_cli
+from page_damage import damaged, each_check, pages
 
 REAL = CAPTURES / "ftrace" / "trace-userstacktrace.dat"
 SLOW = {**os.environ, "DEFERSTITCH_ACCEL": "0"}
@@ -86,23 +87,6 @@ def test_same_bytes_on_every_trace_dat(synth, real_v6):
         both(path, "folded")
 
 
-def _pages(path):
-    """[(cpu, file offset of each page)] of the top buffer, as the walker reads them."""
-    from deferstitch.tracecmd.bridge import Trace
-    with Trace(path) as t:
-        h = t.handles["top"]
-        return [(cpu, first + k * h.page_size) for cpu, (first, size) in sorted(h.extents.items())
-                for k in range((size + h.page_size - 1) // h.page_size)]
-
-
-def _damaged(path, tmp_path, name, change):
-    data = bytearray(path.read_bytes())
-    change(data)
-    out = tmp_path / (name + ".dat")
-    out.write_bytes(bytes(data))
-    return out
-
-
 def test_damaged_pages_one_line_the_same_from_both(synth, tmp_path):
     """Each check of the walker, hit once: a commit larger than the page, an event longer than
     the commit, an event header cut by the commit, a padding event pointing backwards, a stored
@@ -110,33 +94,19 @@ def test_damaged_pages_one_line_the_same_from_both(synth, tmp_path):
     in the middle of a CPU's pages. Both readers stop at the same record with the same line."""
     walker_built()
     path = synth["big"]
-    pages = _pages(path)
-    cpu0 = [off for cpu, off in pages if cpu == 0]
+    cpu0 = [off for cpu, off in pages(path) if cpu == 0]
     page = cpu0[len(cpu0) // 2]
     commit = struct.unpack_from("<Q", path.read_bytes(), page + 8)[0] & ((1 << 27) - 1)
-    first_event = page + 16
-
-    def at(off, fmt, *values):
-        return lambda d: struct.pack_into(fmt, d, off, *values)
-
-    cases = {
-        "commit-past-page": (at(page + 8, "<Q", 5000), "more than a 4096-byte page"),
-        "event-past-commit": (at(first_event, "<II", 0, 9000), "overruns the page"),
-        "header-past-commit": (at(page + 8, "<Q", 2), "runs past the page"),
-        "padding-backwards": (at(first_event, "<Ii", 29, -8), "begins before it"),
-        "lost-count-past-page": (at(page + 8, "<Q", 4080 | 3 << 30), "count of missed events"),
-        "record-too-short": (at(first_event, "<I", 1), "shorter than its common fields"),
-    }
     assert commit > 100
-    for name, (change, words) in cases.items():
-        bad = _damaged(path, tmp_path, name, change)
+    for name, (change, words) in each_check(page).items():
+        bad = damaged(path, tmp_path, name, change)
         p = both(bad, "report", "--json")
         err = p.stderr.decode()
         assert p.returncode == 2 and words in err, (name, err)
         assert ("offset %#x" % page)[:-3] in err and "damaged ring-buffer page" in err, (name, err)
         assert '"complete": false' in p.stdout.decode(), name
     # cut inside a CPU's pages: libtracecmd 3.1.6 dies opening it (in the probe's child)
-    bad = _damaged(path, tmp_path, "cut", lambda d: d.__delitem__(slice(page + 100, None)))
+    bad = damaged(path, tmp_path, "cut", lambda d: d.__delitem__(slice(page + 100, None)))
     p = both(bad, "report", "--json")
     assert p.returncode == 2 and b"truncated" in p.stderr, p.stderr
 
@@ -146,7 +116,7 @@ def test_random_damage_to_pages_both_readers_agree(synth, tmp_path):
     and our reader says what libtracecmd's way says, byte for byte."""
     walker_built()
     path = synth["deferred"]
-    offsets = [off for _cpu, off in _pages(path)]
+    offsets = [off for _cpu, off in pages(path)]
     rnd = random.Random(25)
     for i in range(30):
         page = rnd.choice(offsets)
@@ -155,7 +125,7 @@ def test_random_damage_to_pages_both_readers_agree(synth, tmp_path):
             for _ in range(rnd.randint(1, 4)):
                 at = page + rnd.randrange(0, 256 if rnd.random() < 0.7 else 4096)
                 d[at] = rnd.choice((0, 0xFF, rnd.randrange(256), d[at] ^ 1 << rnd.randrange(8)))
-        both(_damaged(path, tmp_path, "random-%d" % i, change), "report", "--json")
+        both(damaged(path, tmp_path, "random-%d" % i, change), "report", "--json")
 
 
 def test_equal_times_go_out_lower_cpu_first(tmp_path, monkeypatch):

@@ -8,7 +8,6 @@ and what the tree with its C modules gives."""
 import os
 import random
 import shutil
-import struct
 import subprocess
 import sys
 
@@ -16,6 +15,7 @@ import pytest
 
 import tracecmd_synth as S
 from conftest import CAPTURES, DATA, ROOT, SHARED, need_built
+from page_damage import damaged, each_check, pages
 
 COMMANDS = (("report",), ("script",), ("folded",), ("flamegraph", "-o", "x.html"))
 
@@ -99,44 +99,15 @@ def test_python_scan_is_the_c_scan_on_every_trace_dat(synth, real_v6):
     assert walked >= 10 and damaged >= 2 and compressed >= 3, (walked, damaged, compressed)
 
 
-def _pages(path):
-    from deferstitch.tracecmd.bridge import Trace
-    with Trace(path) as t:
-        h = t.handles["top"]
-        return [first + k * h.page_size for _cpu, (first, size) in sorted(h.extents.items())
-                for k in range((size + h.page_size - 1) // h.page_size)]
-
-
-def _damaged(path, tmp_path, name, change):
-    data = bytearray(path.read_bytes())
-    change(data)
-    out = tmp_path / (name + ".dat")
-    out.write_bytes(bytes(data))
-    return out
-
-
 def test_python_scan_is_the_c_scan_on_each_check(synth, tmp_path):
     """Each check of the walker hit once (as test_tracecmd_pages), then bytes of the pages
     overwritten at random: the same counts, offsets and texts from both."""
     walker_built()
     path = synth[-1]
-    offs = _pages(path)
+    offs = [off for _cpu, off in pages(path)]
     page = offs[len(offs) // 4]
-    first_event = page + 16
-
-    def at(off, fmt, *values):
-        return lambda d: struct.pack_into(fmt, d, off, *values)
-
-    cases = {
-        "commit-past-page": (at(page + 8, "<Q", 5000), "more than a 4096-byte page"),
-        "event-past-commit": (at(first_event, "<II", 0, 9000), "overruns the page"),
-        "header-past-commit": (at(page + 8, "<Q", 2), "runs past the page"),
-        "padding-backwards": (at(first_event, "<Ii", 29, -8), "begins before it"),
-        "lost-count-past-page": (at(page + 8, "<Q", 4080 | 3 << 30), "count of missed events"),
-        "record-too-short": (at(first_event, "<I", 1), "shorter than its common fields"),
-    }
-    for name, (change, words) in cases.items():
-        got = same_scan(_damaged(path, tmp_path, name, change))
+    for name, (change, words) in each_check(page).items():
+        got = same_scan(damaged(path, tmp_path, name, change))
         whys = [d[1] for c, _py in got.values() for _i, _n, d, _f in c if d is not None]
         assert any(words in w for w in whys), (name, whys)
     # a file cut inside the pages (libtracecmd does not open it): walked directly, told a
@@ -148,7 +119,7 @@ def test_python_scan_is_the_c_scan_on_each_check(synth, tmp_path):
         h = t.handles["top"]
         head = (h.page_size, h.long_size, h.big_endian)
         layout, extents = h.common_layout, sorted(h.extents.items())
-    cut = _damaged(path, tmp_path, "cut", lambda d: d.__delitem__(slice(page + 100, None)))
+    cut = damaged(path, tmp_path, "cut", lambda d: d.__delitem__(slice(page + 100, None)))
     for size, words in ((os.path.getsize(path), "cannot be read (end of file)"),
                         (page + 100, "runs past the end of the file")):
         with open(cut, "rb") as f:
@@ -160,7 +131,7 @@ def test_python_scan_is_the_c_scan_on_each_check(synth, tmp_path):
     rnd = random.Random(33)
     for i in range(60):
         src = synth[rnd.randrange(len(synth))]
-        offs = _pages(src)
+        offs = [off for _cpu, off in pages(src)]
 
         def change(d):
             page = rnd.choice(offs)
@@ -168,7 +139,7 @@ def test_python_scan_is_the_c_scan_on_each_check(synth, tmp_path):
                 at = page + rnd.randrange(0, 256 if rnd.random() < 0.7 else 4096)
                 if at < len(d):
                     d[at] = rnd.choice((0, 0xFF, rnd.randrange(256), d[at] ^ 1 << rnd.randrange(8)))
-        same_scan(_damaged(src, tmp_path, "random-%d" % i, change))
+        same_scan(damaged(src, tmp_path, "random-%d" % i, change))
 
 
 @pytest.fixture(scope="module")
