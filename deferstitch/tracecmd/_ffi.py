@@ -22,11 +22,8 @@ import signal
 
 from ..errors import DeferstitchError, FormatError
 from . import headers, pages
-# the values events() gives, and libtraceevent's field flags: formats.py parses the same texts
-from .formats import (EventDesc, FieldDesc, TEP_FIELD_IS_ARRAY, TEP_FIELD_IS_DYNAMIC,  # noqa: F401
-                      TEP_FIELD_IS_FLAG, TEP_FIELD_IS_LONG, TEP_FIELD_IS_POINTER,
-                      TEP_FIELD_IS_RELATIVE, TEP_FIELD_IS_SIGNED, TEP_FIELD_IS_STRING,
-                      TEP_FIELD_IS_SYMBOLIC)
+# the values events() gives, as formats.py gives them from the same texts
+from .formats import EventDesc, FieldDesc
 
 TRACECMD_FL_LOAD_NO_PLUGINS = 1 << 0   # enum tracecmd_open_flags (trace-cmd.h)
 
@@ -245,9 +242,11 @@ class Handle(pages.WalkedBuffer):
         self.path = path
         # our own descriptor on the same file: its size, watched while libtracecmd maps it
         self._fd = open_checked(path, magic=parent is None)
+        self._walked = None
         if parent is None:
             try:
-                headers.check(path, self._fd)   # sizes libtracecmd would trust, before it reads
+                # sizes libtracecmd would trust, checked before it reads; the options kept
+                self._walked = headers.collect(path, self._fd, texts=False)
                 if probe:
                     _probe_open(path)
             except BaseException:
@@ -335,7 +334,8 @@ class Handle(pages.WalkedBuffer):
         libtracecmd's handle->buffers (the instances by index) do."""
         if parent is None:
             try:
-                self._buffers = headers.flyrecord(self.path, self._fd)
+                self._buffers = None if self._walked is None else \
+                    headers.flyrecord(self.path, self._fd, self._walked)
             except FormatError:
                 self._buffers = None
         else:

@@ -25,8 +25,8 @@ import struct
 
 from . import _ffi, ownfile
 from ..errors import FormatError
-from ._ffi import (TEP_FIELD_IS_ARRAY, TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATIVE,
-                   TEP_FIELD_IS_SIGNED, TEP_FIELD_IS_STRING)
+from .formats import (TEP_FIELD_IS_ARRAY, TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATIVE,
+                      TEP_FIELD_IS_SIGNED, TEP_FIELD_IS_STRING)
 
 INT_CODES = {1: "b", 2: "h", 4: "i", 8: "q"}
 TOP = "top"

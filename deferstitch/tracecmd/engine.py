@@ -18,7 +18,7 @@ from ..model import OUTCOME_KEYS, STITCHED, UNMATCHED, Sample
 from ..stitcher import DEFAULT_EXIT_GRACE, DEFAULT_MAX_PENDING
 from . import pages, reader
 from .bridge import TOP, Event, INT_CODES
-from ._ffi import TEP_FIELD_IS_RELATIVE
+from .formats import TEP_FIELD_IS_RELATIVE
 
 # roles, slow() kinds, field kinds: the enums of _tracefeed.c, in their order; the modes are
 # _twin.h's FEED_MODE_* (tests/test_twin_constants.py)

@@ -73,7 +73,8 @@ class Meta:
 class _Reader:
     """Bounded reads at an offset, over the file or over a section's decompressed block.
     An error names the file offset pos, or in a decompressed block the block's own (base).
-    ``meta``: a Meta the walk fills (collect()), or None (check(): sizes only, nothing read)."""
+    ``meta``: the Meta the walk fills (collect()), None over an option's data; ``texts``: the
+    texts are read into it (else their sizes only are checked)."""
 
     def __init__(self, path, fd=None, data=None, start=0, end=None, base=None, endian="<",
                  scope="file", meta=None, texts=False):
@@ -136,17 +137,11 @@ class _Reader:
         return pos + len(expect)
 
 
-def check(path, fd):
-    """Raise FormatError (with the offset) where the metadata of the trace.dat open on fd does
-    not hold inside the file; return its file version."""
-    meta = _walk(path, fd, Meta(), texts=False)
-    return meta and meta.version
-
-
 def collect(path, fd, texts=True):
-    """check()'s walk, keeping what it passes: a Meta, or None where libtracecmd refuses the
-    version itself. The texts are read here (unless ``texts`` is False: the numbers and
-    options only); the formats are formats.py's to parse."""
+    """Raise FormatError (with the offset) where the metadata of the trace.dat open on fd does
+    not hold inside the file, before libtracecmd reads it; else what the walk passes: a Meta, or
+    None where libtracecmd refuses the version itself. The texts are read too unless ``texts``
+    is False (the numbers and options only); the formats are formats.py's to parse."""
     return _walk(path, fd, Meta(), texts)
 
 
@@ -161,7 +156,6 @@ def _walk(path, fd, meta, texts):
     flags = r.bytes(pos, 2, "the endian and long size bytes")
     r.endian = ">" if flags[0] else "<"
     page, pos = r.number(pos + 2, 4, "the page size")
-    meta = meta or Meta()
     meta.version, meta.big_endian, meta.long_size, meta.page_size = (
         version, bool(flags[0]), flags[1], page)
     if version < FILE_VERSION_SECTIONS:
@@ -191,16 +185,14 @@ def _v6(r, pos):
         kind = r.bytes(pos, 10, "the data kind")
     if not (kind.startswith(b"flyrecord") or kind.startswith(b"latency")):
         r.fail(pos, "expected 'flyrecord' or 'latency' here, found %r" % kind)
-    if r.meta is not None:
-        r.meta.cpus, r.meta.data_kind, r.meta.data_at = cpus, kind.rstrip(b" \0"), pos + 10
+    r.meta.cpus, r.meta.data_kind, r.meta.data_at = cpus, kind.rstrip(b" \0"), pos + 10
 
 
 def _v7(r, pos):
     name, pos = r.string(pos, "the compression's name")
     ver, pos = r.string(pos, "the compression's version")
-    if r.meta is not None:
-        r.meta.compression = name.decode("utf-8", "replace")
-        r.meta.compression_version = ver.decode("utf-8", "replace")
+    r.meta.compression = name.decode("utf-8", "replace")
+    r.meta.compression_version = ver.decode("utf-8", "replace")
     first, pos = r.number(pos, 8, "the offset of the first options section")
     _strings(r, pos)
     sections, seen, at = {}, set(), first
@@ -304,7 +296,7 @@ def _options(r, pos, v7):
             return pos, sections, 0
         size, pos = r.number(pos, 4, "option %d's size" % oid)
         data = r.bytes(pos, size, "option %d" % oid)
-        if r.meta is not None and oid != OPTION_DONE:
+        if oid != OPTION_DONE:
             r.meta.options.append((oid, r.at(pos), data))
             if v7 and oid in (OPTION_BUFFER, OPTION_BUFFER_TEXT):
                 r.meta.buffers.append((oid, _Reader(r.path, fd=r.fd, data=r.data, start=pos,
@@ -325,8 +317,7 @@ def _header_info(r, pos):
     page = r.keep(start, pos, "header_page")
     pos = r.tag(pos, b"header_event\0", "the header_event section")
     start, pos = r.sized(pos, 8, "header_event")
-    if r.meta is not None:
-        r.meta.header_page, r.meta.header_event = page, r.keep(start, pos, "header_event")
+    r.meta.header_page, r.meta.header_event = page, r.keep(start, pos, "header_event")
     return pos
 
 
@@ -334,8 +325,7 @@ def _ftrace_events(r, pos):
     count, pos = r.number(pos, 4, "the count of ftrace formats")
     for i in range(count):
         start, pos = r.sized(pos, 8, "ftrace format %d" % i)
-        if r.meta is not None:
-            r.meta.ftrace.append((r.at(start - 8), r.keep(start, pos, "ftrace format %d" % i)))
+        r.meta.ftrace.append((r.at(start - 8), r.keep(start, pos, "ftrace format %d" % i)))
     return pos
 
 
@@ -346,8 +336,7 @@ def _event_formats(r, pos):
         count, pos = r.number(pos, 4, "the count of %s's formats" % _shown(name))
         for i in range(count):
             start, pos = r.sized(pos, 8, "format %d of %s" % (i, _shown(name)))
-            if r.meta is not None:
-                r.meta.events.append((name, r.at(start - 8), r.keep(start, pos, "a format")))
+            r.meta.events.append((name, r.at(start - 8), r.keep(start, pos, "a format")))
     return pos
 
 
@@ -362,10 +351,9 @@ def _sized(what, width):
     Collected into Meta.<what> (and <what>_at, where it has one: its size field's offset)."""
     def walk(r, pos):
         start, end = r.sized(pos, width, what)
-        if r.meta is not None:
-            setattr(r.meta, what, r.keep(start, end, what))
-            if what + "_at" in Meta.__slots__:
-                setattr(r.meta, what + "_at", r.at(pos))
+        setattr(r.meta, what, r.keep(start, end, what))
+        if what + "_at" in Meta.__slots__:
+            setattr(r.meta, what + "_at", r.at(pos))
         return end
     return walk
 
