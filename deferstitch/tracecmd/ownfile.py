@@ -209,6 +209,8 @@ def open_walked(path, python=False):
     """The trace.dat at path opened by us, where our walker reads all of it (OwnFile.walkable),
     else None: libtracecmd opens it. With ``python``, read by walk.py's walker: for a compressed
     file that libtracecmd could not open (a compression it was built without)."""
+    if not python and not (pages.available() and pages.accel_allowed()):
+        return None                     # no C walker here: not worth reading the metadata
     f = OwnFile(path)
     if f.walkable(python) and (not python or f.compression is not None):
         f.python = python

@@ -47,6 +47,8 @@ def _hand_codecs():
     _tracedat.codecs(zd, ze, zu)
 
 
+if _tracedat is not None and not hasattr(_tracedat, "codecs"):
+    _tracedat = None        # built from older sources (a stale in-place build): not this one's
 if _tracedat is not None:
     _hand_codecs()
 
