@@ -23,6 +23,11 @@ TRACEDAT = Extension("deferstitch._tracedat", ["deferstitch/_tracemodule.c", "de
                      depends=["deferstitch/_tracedat.h"] + CORE, optional=OPTIONAL,
                      extra_compile_args=["-O2", "-std=gnu11", "-Wall"])
 
+# Inlined frames (deferstitch/_dwarf.c): the C twin of symbols/dwarf_walk.py's PyReader, which
+# functions hold an address, read from the DWARF sections Python hands it (decompressed there).
+DWARF = Extension("deferstitch._dwarf", ["deferstitch/_dwarf.c"], optional=OPTIONAL,
+                  extra_compile_args=["-O2", "-std=c11", "-Wall"])
+
 setup(
     name="deferstitch",
     version="0.1.0",
@@ -34,7 +39,7 @@ setup(
     # deferstitch does (20 ms of pathlib, re, enum..., where Ctrl-C was a traceback from site)
     package_dir={"": "."},
     package_data={"deferstitch.output": ["*.js"]},
-    ext_modules=[ACCEL, TRACEDAT],
+    ext_modules=[ACCEL, TRACEDAT, DWARF],
     python_requires=">=3.9",
     # every format from a plain install (pprof is written by hand, output/pprof_wire.py): perf
     # record -z needs zstd, which the standard library has from Python 3.14 (compression.zstd)

@@ -46,6 +46,7 @@ class Resolver:
         self.warn = None         # warn(line): said once when pyelftools is missing
         self._dwarf = {}         # (path, build id) -> InlineInfo or None
         self._inlines = {}       # (path, build id, file offset) -> inlined(full=True)
+        self._dwarf_warned = set()   # paths whose DWARF was said to be unreadable
 
     # -- finding binaries ----------------------------------------------------------------------
     def located(self, path, build_id):
@@ -172,7 +173,7 @@ class Resolver:
                     if names:
                         hit = listed + (None,) if holder else listed
             except Exception as err:        # damaged DWARF costs its inlined frames, no more
-                self.refused.setdefault(path, "DWARF: %s" % err)
+                self._dwarf_warning(path, "DWARF: %s" % err)
                 hit = None
             if len(self._inlines) > 1 << 20:
                 self._inlines.clear()
@@ -200,10 +201,22 @@ class Resolver:
                     self.warn("pyelftools is not installed: inlined frames are left out "
                               "(pip install pyelftools, or apt-get install python3-pyelftools)")
             except Exception as err:        # damaged: no inlined frames from it
-                self.refused.setdefault(path, "%s: DWARF: %s" % (cand, err))
+                self._dwarf_warning(path, "%s: DWARF: %s" % (cand, err))
+            if found is not None and found.unread:
+                self._dwarf_warning(path, "%s: %s" % (cand, "; ".join(found.unread.values())))
             break
         self._dwarf[key] = found
         return found
+
+    def _dwarf_warning(self, path, why):
+        """Said once a file: its DWARF (or part of it) could not be read, so its frames come
+        without the calls inlined there."""
+        if path in self._dwarf_warned:
+            return
+        self._dwarf_warned.add(path)
+        self.refused.setdefault(path, why)
+        if self.warn is not None:
+            self.warn("%s: inlined frames left out: %s" % (path, why))
 
     def _kernel(self, ip):
         kmap = self.maps.kernel_map(ip)
