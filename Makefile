@@ -16,7 +16,7 @@ $(VENV)/.made:
 	$(VPY) -m pip install -q --upgrade pip
 	touch $@
 
-$(VENV)/.installed: $(VENV)/.made setup.py deferstitch/_accel.c deferstitch/_tracemodule.c deferstitch/_tracedat.c deferstitch/_tracefeed.c deferstitch/_kallsyms.c deferstitch/_tracedat.h \
+$(VENV)/.installed: $(VENV)/.made setup.py deferstitch/_accel.c deferstitch/_dwarf.c deferstitch/_tracemodule.c deferstitch/_tracedat.c deferstitch/_tracefeed.c deferstitch/_kallsyms.c deferstitch/_tracedat.h \
 		deferstitch/_stitchcore.h deferstitch/_twin.h
 	$(VPY) -m pip install -q -e .
 	$(VPY) setup.py -q build_ext --inplace 2>/dev/null; $(VPY) -c "import deferstitch._accel" 2>/dev/null || \
@@ -100,10 +100,14 @@ asan:
 	  -I$$($(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()['include'])") \
 	  deferstitch/_tracemodule.c deferstitch/_tracedat.c deferstitch/_tracefeed.c deferstitch/_kallsyms.c \
 	  -o $(ASAN_DIR)/deferstitch/_tracedat$$($(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
+	gcc -shared -fPIC -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -std=c11 \
+	  -I$$($(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()['include'])") deferstitch/_dwarf.c \
+	  -o $(ASAN_DIR)/deferstitch/_dwarf$$($(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=halt_on_error=1 \
 	  LD_PRELOAD=$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so) \
 	  PYTHONPATH=$(ASAN_DIR) DEFERSTITCH_FUZZ_EXAMPLES=$(FUZZ) \
-	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_accel.py tests/test_fuzz.py tests/test_tracecmd_engine.py
+	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_accel.py tests/test_fuzz.py tests/test_tracecmd_engine.py \
+	    tests/test_dwarf_twins.py
 
 # Coverage-guided fuzzing (fuzz/): atheris over the trace.dat side, libFuzzer over the C engine
 # (built in, with ASan + UBSan), seeded with cuts of the real captures. FUZZ_SECONDS per target;

@@ -574,6 +574,7 @@ static int unitrange_cmp(const void *a, const void *b) {
 static int read_aranges(Reader *r) {
     Sec *s = &r->sec[S_ARANGES];
     size_t cap = 256;
+    PyMem_Free(r->ar); r->nar = 0;              /* (again after a damaged section's error) */
     r->ar = PyMem_Malloc(cap * sizeof(Arange));
     if (!r->ar) { PyErr_NoMemory(); return -1; }
     uint64_t off = 0;
@@ -614,6 +615,7 @@ static int read_aranges(Reader *r) {
 static int list_units(Reader *r) {
     Sec *s = &r->sec[S_INFO];
     size_t cap = 64;
+    PyMem_Free(r->cus); r->ncus = 0;
     r->cus = PyMem_Malloc(cap * sizeof(uint64_t));
     if (!r->cus) { PyErr_NoMemory(); return -1; }
     uint64_t off = 0;
@@ -638,6 +640,7 @@ static int list_units(Reader *r) {
 static int read_unit_ranges(Reader *r) {
     if (!r->listed && list_units(r) < 0) return -1;
     size_t cap = 64;
+    PyMem_Free(r->ur); r->nur = 0;
     r->ur = PyMem_Malloc(cap * sizeof(UnitRange));
     if (!r->ur) { PyErr_NoMemory(); return -1; }
     for (size_t i = 0; i < r->ncus; i++) {

@@ -50,7 +50,7 @@ def need_perf61():
 # DEFERSTITCH_NO_C=1 and PYTHONPATH on the copy, so that neither pytest nor any `python -m
 # deferstitch` it starts can import the C modules. The tests of the C itself skip there, counted.
 NO_C = os.environ.get("DEFERSTITCH_NO_C") == "1"
-C_MODULES = ("_accel", "_tracedat")
+C_MODULES = ("_accel", "_tracedat", "_dwarf")
 
 
 def _check_no_c():

@@ -108,6 +108,7 @@ def test_the_wheel_is_manylinux_and_bundles_nothing(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.startswith("deferstitch/_accel.") and n.endswith(".so") for n in names)
     assert any(n.startswith("deferstitch/_tracedat.") and n.endswith(".so") for n in names)
+    assert any(n.startswith("deferstitch/_dwarf.") and n.endswith(".so") for n in names)
     assert not any(".libs/" in n for n in names), names
 
 
