@@ -5,7 +5,9 @@
  * sections (handed over as buffers by symbols/debug_sections.py, already decompressed) and gives
  * the same answers:
  *
- *   Reader(sections, addr_size, little_endian)   sections: {".debug_info": buffer, ...}
+ *   Reader(sections, addr_size, little_endian, mapped)
+ *                                          sections: {".debug_info": buffer, ...}; mapped: the
+ *                                          names of those that are views of a read-only file map
  *   .path(addr)  -> None | (cu offset, ((die offset, ((lo, hi), ...)), ...))
  *                   the DW_TAG_subprogram holding addr, then each DW_TAG_inlined_subroutine below
  *                   it that holds it (libdw's cu_walk_functions_at, as perf 7.2 walks them)
@@ -33,6 +35,8 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 enum { S_INFO, S_ABBREV, S_ARANGES, S_RANGES, S_RNGLISTS, S_ADDR, S_STR, S_LINE_STR, S_STR_OFFSETS, NSEC };
 static const char *SEC_NAMES[NSEC] = {".debug_info", ".debug_abbrev", ".debug_aranges", ".debug_ranges",
@@ -107,6 +111,8 @@ static const char *SEC_NAMES[NSEC] = {".debug_info", ".debug_abbrev", ".debug_ar
 #define MAX_INTEGRATE 16        /* abstract_origin / specification hops, as dwarf.py */
 #define INDEX_BUDGET (24u << 20)  /* bytes of unit indexes kept (LRU) */
 #define INDEX_MAX 512           /* and at most this many (each lookup walks the list) */
+#define WINDOW 65536            /* the kernel's fault-around: pages mapped around a fault */
+#define WINDOWS 256             /* windows of small reads kept before they are given back */
 
 typedef struct { const uint8_t *p; uint64_t n; } Sec;
 typedef struct { uint32_t name, form; int64_t implicit; } Spec;
@@ -143,6 +149,8 @@ typedef struct {
     PyObject_HEAD
     Py_buffer buf[NSEC];
     Sec sec[NSEC];
+    int mapped[NSEC];               /* the section is a view of the file's (read-only) map */
+    uintptr_t windows[WINDOWS]; size_t nwindows;
     int addrsz;                     /* the file's address size (pyelftools' default structs) */
     int found;                      /* 0: not looked, 1: aranges, 2: unit ranges */
     Arange *ar; size_t nar;
@@ -205,6 +213,12 @@ static Cur cur_in(const Sec *s, const char *name, uint64_t at, uint64_t end) {
     return c;
 }
 
+/* Give back the pages of [from, to) of a section once read: a read-only file map's pages stay in
+   the page cache and come back on the next touch (a minor fault), so what was read costs none of
+   our memory after; bytes on the same pages are not lost (the file holds them). Not for
+   decompressed sections, whose memory is their only copy. */
+static void release(void *reader, int sec, uint64_t from, uint64_t to);
+
 /* ---- units -------------------------------------------------------------------------------- */
 
 static void unit_free(Unit *u) {
@@ -256,6 +270,7 @@ static int read_abbrevs(Reader *r, Unit *u, uint64_t abbrev_off) {
             a->count++;
         }
     }
+    release(r, S_ABBREV, abbrev_off, (uint64_t)(c.p - s->p));
     /* equal codes: the table's later entry (its specs further on) is the one looked up */
     qsort(u->abbr, u->nabbr, sizeof(Abbrev), abbrev_cmp);
     uint64_t max = u->nabbr ? u->abbr[u->nabbr - 1].code : 0;
@@ -442,6 +457,7 @@ static int read_unit(Reader *r, uint64_t off, Unit *u) {
         } else u->low_pc = low.u;
         u->has_low = 1;
     }
+    release(r, S_INFO, off, (uint64_t)(c.p - s->p));
     return 0;
 }
 
@@ -489,7 +505,7 @@ static int range_list(Reader *r, Unit *u, uint64_t off, uint64_t base, Ranges *o
         for (;;) {
             uint64_t b = rd(&c, asz), e = rd(&c, asz);
             if (c.bad) return fail(".debug_ranges", off, "range list cut off");
-            if (b == 0 && e == 0) return 0;
+            if (b == 0 && e == 0) { release(r, S_RANGES, off, (uint64_t)(c.p - s->p)); return 0; }
             if (b == max) base = e;
             else if (push_range(out, base + b, base + e) < 0) return -1;
         }
@@ -509,7 +525,7 @@ static int range_list(Reader *r, Unit *u, uint64_t off, uint64_t base, Ranges *o
         }
         if (c.bad) return fail(".debug_rnglists", off, "range list cut off");
         switch (kind) {
-        case 0: return 0;                                           /* end_of_list */
+        case 0: release(r, S_RNGLISTS, off, (uint64_t)(c.p - s->p)); return 0;   /* end_of_list */
         case 1: if (get_addr(r, u, a, &base) < 0) return -1; break; /* base_addressx */
         case 2:                                                     /* startx_endx */
             if (get_addr(r, u, a, &lo) < 0 || get_addr(r, u, b, &hi) < 0 || push_range(out, lo, hi) < 0) return -1;
@@ -630,6 +646,7 @@ static int list_units(Reader *r) {
             r->cus = n;
         }
         r->cus[r->ncus++] = off;
+        release(r, S_INFO, off, (uint64_t)(c.p - s->p));
         off = (uint64_t)(c.p - s->p) + len;
     }
     r->listed = 1;
@@ -810,6 +827,43 @@ err:
     return NULL;
 }
 
+static int uptr_cmp(const void *a, const void *b) {
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* the windows kept for later are given back together, each run of them in one call */
+static void flush_windows(Reader *r) {
+    qsort(r->windows, r->nwindows, sizeof(uintptr_t), uptr_cmp);
+    for (size_t i = 0; i < r->nwindows;) {
+        size_t j = i + 1;
+        while (j < r->nwindows && r->windows[j] <= r->windows[j - 1] + WINDOW) j++;
+        madvise((void *)r->windows[i], r->windows[j - 1] + WINDOW - r->windows[i], MADV_DONTNEED);
+        i = j;
+    }
+    r->nwindows = 0;
+}
+
+/* A range of a unit walked whole goes back at once; small reads (a DIE, a string, a range list)
+   are noted by their 64 KiB window (the kernel maps that much around each page faulted in:
+   fault_around_bytes) and go back WINDOWS at a time, so that a window read again and again in
+   between costs no call. */
+static void release(void *reader, int sec, uint64_t from, uint64_t to) {
+    Reader *r = reader;
+    if (!r->mapped[sec] || to <= from) return;
+    uintptr_t lo = (uintptr_t)(r->sec[sec].p + from) & ~(uintptr_t)(WINDOW - 1);
+    uintptr_t hi = ((uintptr_t)(r->sec[sec].p + to) + WINDOW - 1) & ~(uintptr_t)(WINDOW - 1);
+    if (hi - lo > 4 * WINDOW) { madvise((void *)lo, hi - lo, MADV_DONTNEED); return; }
+    for (uintptr_t w = lo; w < hi; w += WINDOW) {
+        int seen = 0;                                   /* among the last 8 noted */
+        for (size_t k = r->nwindows; k > 0 && k + 8 > r->nwindows && !seen; k--)
+            seen = r->windows[k - 1] == w;
+        if (seen) continue;
+        if (r->nwindows == WINDOWS) flush_windows(r);
+        r->windows[r->nwindows++] = w;
+    }
+}
+
 static Index *index_of(Reader *r, uint64_t cu) {
     for (Index *ix = r->head; ix; ix = ix->next)
         if (ix->cu == cu) {
@@ -818,6 +872,8 @@ static Index *index_of(Reader *r, uint64_t cu) {
         }
     Index *ix = build_index(r, cu);
     if (!ix) return NULL;
+    for (int i = 0; i < 2; i++)
+        if (r->unit_ok[i] && r->units[i].off == cu) release(r, S_INFO, r->units[i].die_off, r->units[i].end);
     lru_front(r, ix);
     r->used += ix->bytes; r->count++;
     while ((r->used > INDEX_BUDGET || r->count > INDEX_MAX) && r->tail && r->tail != ix) {
@@ -855,9 +911,17 @@ static void Reader_dealloc(Reader *r) {
 }
 
 static int Reader_init(Reader *r, PyObject *args, PyObject *kw) {
-    PyObject *secs; int addrsz = 8, little = 1;
-    static char *kws[] = {"sections", "addr_size", "little_endian", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|ip", kws, &PyDict_Type, &secs, &addrsz, &little)) return -1;
+    PyObject *secs, *mapped = NULL; int addrsz = 8, little = 1;
+    static char *kws[] = {"sections", "addr_size", "little_endian", "mapped", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|ipO", kws, &PyDict_Type, &secs, &addrsz, &little, &mapped)) return -1;
+    for (int i = 0; i < NSEC && mapped && mapped != Py_None; i++) {
+        PyObject *name = PyUnicode_FromString(SEC_NAMES[i]);
+        if (!name) return -1;
+        int in = PySequence_Contains(mapped, name);
+        Py_DECREF(name);
+        if (in < 0) return -1;
+        r->mapped[i] = in;
+    }
     if (!little) { PyErr_SetString(PyExc_NotImplementedError, "big-endian DWARF (the Python twin reads it)"); return -1; }
     if (addrsz != 4 && addrsz != 8) { PyErr_SetString(PyExc_ValueError, "addr_size must be 4 or 8"); return -1; }
     r->addrsz = addrsz;
@@ -954,6 +1018,7 @@ static int die_attrs(Reader *r, uint64_t off, Unit **up, DieAttrs *d) {
         case AT_specification: d->spec = v; break;
         }
     }
+    release(r, S_INFO, off, (uint64_t)(c.p - r->sec[S_INFO].p));
     return 0;
 }
 
@@ -977,7 +1042,12 @@ static PyObject *integrate(Reader *r, uint64_t off, int which) {
         if (v->set) {
             const char *s;
             if (str_value(r, u, v, &s) < 0) return NULL;
-            return PyBytes_FromString(s);
+            PyObject *out = PyBytes_FromString(s);
+            for (int k = S_STR; k <= S_LINE_STR; k++)
+                if (r->sec[k].p && (const uint8_t *)s >= r->sec[k].p && (const uint8_t *)s < r->sec[k].p + r->sec[k].n)
+                    release(r, k, (uint64_t)((const uint8_t *)s - r->sec[k].p),
+                            (uint64_t)((const uint8_t *)s - r->sec[k].p) + strlen(s) + 1);
+            return out;
         }
         Val *ref = d.origin.set ? &d.origin : d.spec.set ? &d.spec : NULL;
         if (!ref) Py_RETURN_NONE;

@@ -29,14 +29,16 @@ ELFCOMPRESS_ZLIB, ELFCOMPRESS_ZSTD = 1, 2
 
 class DebugSections:
     """``sections``: {name: buffer} of the DWARF sections present and readable; ``unread``:
-    {name: why} of those present but not readable; ``little_endian``, ``addr_size``."""
+    {name: why} of those present but not readable; ``little_endian``, ``addr_size``;
+    ``mapped``: the names of those that are views of the file's memory map (read-only, their
+    pages can be given back once read)."""
 
     def __init__(self, path):
         self.path = path
         self.elf = elf = ElfFile(path)
         self.little_endian = elf.e == "<"
         self.addr_size = 8 if elf.is64 else 4
-        self.sections, self.unread = {}, {}
+        self.sections, self.unread, self.mapped = {}, {}, set()
         for name in NAMES:
             try:
                 data = self._read(name)
@@ -63,6 +65,7 @@ class DebugSections:
             size = struct.unpack_from(">Q", view, 4)[0]
             return _inflate(sec.name, ELFCOMPRESS_ZLIB, view[12:], size)
         if not sec.flags & SHF_COMPRESSED:
+            self.mapped.add(name)
             return view
         fmt = elf.e + ("IIQQ" if elf.is64 else "III")
         hdr = struct.calcsize(fmt)

@@ -48,7 +48,8 @@ def reader_for(sections):
         except ImportError:
             _dwarf = None
         if _dwarf is not None:
-            return _dwarf.Reader(sections.sections, sections.addr_size, sections.little_endian)
+            return _dwarf.Reader(sections.sections, sections.addr_size, sections.little_endian,
+                                 tuple(sections.mapped))
     return PyReader(sections)
 
 
