@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from binutils import build_id
-from conftest import CAPTURES, SCENARIOS, capture, need_sid_perf, run_cli
+from conftest import CAPTURES, SCENARIOS, SID_ROOTFS, capture, need_sid_perf, run_cli
 from perf_text import parse_script, strip_unmerged_cookie
 from deferstitch.symbols.maps import Maps
 from deferstitch.symbols.resolver import Resolver
@@ -45,9 +45,8 @@ def test_names_equal_perf7_from_the_same_cache(scenario, symbol_env):
     theirs = parse_script(p.stdout)
     # perf runs in the rig's sid chroot and finds libc & co. at their recorded paths there (with
     # the guest's build ids when the rootfs matches): the same files for us through --symfs.
-    rootfs = os.path.join(os.environ.get("RIG_WORK", os.path.expanduser("~/.cache/deferstitch-rig")), "rootfs")
     r = run_cli("script", symbol_env / "in.data", "-q", "--kallsyms", symbol_env / "kallsyms",
-                "--buildid-dir", symbol_env / ".debug", "--symfs", rootfs)
+                "--buildid-dir", symbol_env / ".debug", "--symfs", SID_ROOTFS)
     assert r.returncode == 0, r.stderr
     ours = parse_script(r.stdout.decode())
     named = compared = 0
