@@ -36,27 +36,25 @@ TEST_CACHE = MACHINE_CACHE / "deferstitch-test"    # google's pprof built from s
 # toolchains the tests start, found through HOME by default: they build, they name nothing
 TOOL_HOMES = {"CARGO_HOME": ".cargo", "RUSTUP_HOME": ".rustup", "PYENV_ROOT": ".pyenv",
               "NPM_CONFIG_USERCONFIG": ".npmrc", "NPM_CONFIG_CACHE": ".npm"}
-# read per user by what the tests run, and able to change a name: perf's config file and
-# debuginfod (which fills ~/.cache/debuginfod_client from the network)
+# read per user by what the tests run, and able to change a name: perf's config file, the cache
+# perf-archive reads, debuginfod (which fills ~/.cache/debuginfod_client from the network)
 USER_STATE_VARS = ("PERF_CONFIG", "PERF_BUILDID_DIR", "DEBUGINFOD_URLS",
                    "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
 
 
 def own_home():
-    """Give this process and every command it starts an empty HOME of its own (issue 41): perf's
-    build-id cache ~/.debug, ~/.perfconfig and any ~/.cache of ours are then the session's, not
-    the machine's, so that no output depends on what the user recorded or cached before. A test
-    about that state builds it (a HOME or --buildid-dir of its own). Done at import, before any
-    test module is collected, so that nothing reads the machine's HOME first; tools/sid-run keeps
-    its chroot (SID_CACHE), and toolchains found through HOME (rustup, pyenv, npm) keep theirs."""
+    """Give this process and every command it starts an empty HOME of its own (issue 41), at
+    import, before any test module reads HOME: what the user recorded or cached (~/.debug,
+    ~/.perfconfig, ~/.cache) then names no frame. The rig's chroot and the toolchains keep theirs."""
     for var, name in TOOL_HOMES.items():
         if var not in os.environ and (MACHINE_HOME / name).exists():
             os.environ[var] = str(MACHINE_HOME / name)
     os.environ["SID_CACHE"] = str(SID_CACHE)
     for var in USER_STATE_VARS:
         os.environ.pop(var, None)
-    home = tempfile.mkdtemp(prefix="deferstitch-home-")
-    atexit.register(shutil.rmtree, home, True)
+    home, owner = tempfile.mkdtemp(prefix="deferstitch-home-"), os.getpid()
+    # removed at exit by this process only, not by a child forked from it
+    atexit.register(lambda: os.getpid() == owner and shutil.rmtree(home, True))
     os.environ["HOME"] = home
 
 
