@@ -264,7 +264,8 @@ def build_parser():
         sp.add_argument("--kallsyms", metavar="FILE",
                         help="kernel symbols (default: /proc/kallsyms if recorded on this kernel)")
         sp.add_argument("--symfs", metavar="DIR", help="look for binaries under DIR, as perf --symfs")
-        sp.add_argument("--buildid-dir", metavar="DIR", help="perf's build-id cache (default ~/.debug)")
+        sp.add_argument("--buildid-dir", metavar="DIR", help="perf's build-id cache (default: DIR/.debug with "
+                        "--symfs DIR, as perf; else ~/.debug)")
 
     def flame_options(sp):
         sp.add_argument("-o", "--output", help="OUT.html, or OUT.svg for SVG (default or -: HTML on stdout)")

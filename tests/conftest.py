@@ -3,11 +3,14 @@
 Real data is in tests/data/real (captures/, external/, repro/; big files unpacked from their .xz at
 the start of the session by tests/datafiles.py); the perf 7.x chroot is tools/sid-perf.
 """
+import atexit
+import lzma
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,40 @@ RIG = ROOT / "tools"
 # the tree `make test` was started in (its .venv's editable install points there): the run
 # without the C modules works in a copy of it (DEFERSTITCH_TREE, set by the Makefile)
 TREE = Path(os.environ.get("DEFERSTITCH_TREE") or ROOT)
+
+# The machine's per-user directories, read before the session takes HOME away (own_home below):
+# the rig's chroot and the tests' own downloads and builds stay where they are.
+MACHINE_HOME = Path(os.path.expanduser("~"))
+MACHINE_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or MACHINE_HOME / ".cache")
+SID_CACHE = Path(os.environ.get("SID_CACHE") or MACHINE_CACHE / "deferstitch-rig")   # tools/sid-run's
+SID_ROOTFS = SID_CACHE / "rootfs"
+TEST_CACHE = MACHINE_CACHE / "deferstitch-test"    # google's pprof built from source, speedscope's schema
+# toolchains the tests start, found through HOME by default: they build, they name nothing
+TOOL_HOMES = {"CARGO_HOME": ".cargo", "RUSTUP_HOME": ".rustup", "PYENV_ROOT": ".pyenv",
+              "NPM_CONFIG_USERCONFIG": ".npmrc", "NPM_CONFIG_CACHE": ".npm"}
+# read per user by what the tests run, and able to change a name: perf's config file, the cache
+# perf-archive reads, debuginfod (which fills ~/.cache/debuginfod_client from the network)
+USER_STATE_VARS = ("PERF_CONFIG", "PERF_BUILDID_DIR", "DEBUGINFOD_URLS",
+                   "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
+
+
+def own_home():
+    """Give this process and every command it starts an empty HOME of its own (issue 41), at
+    import, before any test module reads HOME: what the user recorded or cached (~/.debug,
+    ~/.perfconfig, ~/.cache) then names no frame. The rig's chroot and the toolchains keep theirs."""
+    for var, name in TOOL_HOMES.items():
+        if var not in os.environ and (MACHINE_HOME / name).exists():
+            os.environ[var] = str(MACHINE_HOME / name)
+    os.environ["SID_CACHE"] = str(SID_CACHE)
+    for var in USER_STATE_VARS:
+        os.environ.pop(var, None)
+    home, owner = tempfile.mkdtemp(prefix="deferstitch-home-"), os.getpid()
+    # removed at exit by this process only, not by a child forked from it
+    atexit.register(lambda: os.getpid() == owner and shutil.rmtree(home, True))
+    os.environ["HOME"] = home
+
+
+own_home()
 
 # scenario -> file name, as in captures/README.md
 SCENARIOS = {
@@ -115,9 +152,7 @@ def need_rig(name, what):
 
 
 def sid_built():
-    cache = os.environ.get("SID_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "deferstitch-rig")
-    return os.path.exists(os.path.join(cache, "rootfs", ".done"))
+    return (SID_ROOTFS / ".done").exists()
 
 
 def need_sid_perf():
@@ -145,3 +180,30 @@ def capture_symbols(tmp_path_factory):
     for name in ("workload_a", "workload_b", "workload_c"):
         shutil.copy(CAPTURES / "bin" / name, root / "opt" / "rig" / name)
     return ["--symfs", str(root), "--kallsyms", str(CAPTURES / "kallsyms.xz")]
+
+
+# The libc and ld.so the real captures (and examples/compressed.data) ran with: the rig's sid
+# rootfs's, as tests/data/langs keeps them (symbol tables, build id and PLT; its README)
+RECORDED_LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+RECORDED_LD = "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
+
+
+def recorded_lib(work, path=RECORDED_LIBC):
+    """That library (recorded at ``path``), unpacked into the folder ``work``."""
+    out = Path(work) / os.path.basename(path)
+    if not out.exists():
+        out.write_bytes(lzma.decompress((DATA / "langs" / "symfs" / (path.lstrip("/") + ".xz")).read_bytes()))
+    return out
+
+
+def cache_build_id(debug, recorded, src, build_id):
+    """Put ``src`` into the build-id cache ``debug`` as perf does for the file recorded at
+    ``recorded`` (util/build-id.c build_id_cache__add): DEBUG/RECORDED/<id>/elf, and
+    DEBUG/.build-id/xx/rest a link to its directory."""
+    where = Path(debug) / recorded.lstrip("/") / build_id
+    where.mkdir(parents=True, exist_ok=True)
+    shutil.copy(src, where / "elf")
+    link = Path(debug) / ".build-id" / build_id[:2] / build_id[2:]
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(os.path.relpath(where, link.parent))
+    return where / "elf"

@@ -8,15 +8,16 @@ builds the pprof binary from; protoc's module is made once under the test cache.
 """
 import gzip
 import importlib.util
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from conftest import TEST_CACHE
+
 PROTO = Path("/usr/share/gocode/src/github.com/google/pprof/proto/profile.proto")
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "deferstitch-test" / "google-pprof"
+CACHE = TEST_CACHE / "google-pprof"
 _module = []
 
 

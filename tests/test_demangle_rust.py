@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from conftest import MACHINE_HOME
 from deferstitch.symbols.demangle_rust import MAX_DEPTH, demangle_rust
 
 # tools/perf/tests/demangle-rust-v0-test.c (Linux 6.16+), test_cases[]
@@ -370,7 +371,7 @@ fn main() {
 
 
 def _tool(name):
-    found = shutil.which(name) or os.path.expanduser("~/.cargo/bin/" + name)
+    found = shutil.which(name) or os.path.join(os.environ.get("CARGO_HOME") or MACHINE_HOME / ".cargo", "bin", name)
     return found if os.path.exists(found) else None
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import capture, run_cli
+from conftest import TEST_CACHE, capture, run_cli
 from google_pprof import read_profile
 from perf_text import parse_script
 
 SPEEDSCOPE = "speedscope@1.25.0"
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "deferstitch-test"
+CACHE = TEST_CACHE
 
 
 def speedscope_schema():

@@ -8,13 +8,12 @@ import subprocess
 
 import pytest
 
-from conftest import CAPTURES, ROOT, SCENARIOS, capture, need_perf61, need_sid_perf, run_cli
+from conftest import CAPTURES, ROOT, SCENARIOS, SID_ROOTFS, capture, need_perf61, need_sid_perf, run_cli
 from oracle import assert_chains_follow_cookie_rule
 from perf_text import parse_script
 
 SCRIPT = str(ROOT / "perf_scripts" / "stitch.py")
-RIG_WORK = os.environ.get("RIG_WORK", os.path.expanduser("~/.cache/deferstitch-rig"))
-ROOTFS = os.path.join(RIG_WORK, "rootfs")
+ROOTFS = str(SID_ROOTFS)
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,13 @@ import lzma
 import os
 import shutil
 import subprocess
+from collections import Counter
 
 import pytest
 
 from binutils import build_id
-from conftest import CAPTURES, SCENARIOS, capture, need_sid_perf, run_cli
+from conftest import (CAPTURES, RECORDED_LD, RECORDED_LIBC, SCENARIOS, SID_ROOTFS, cache_build_id,
+                      capture, need_sid_perf, recorded_lib, run_cli)
 from perf_text import parse_script, strip_unmerged_cookie
 from deferstitch.symbols.maps import Maps
 from deferstitch.symbols.resolver import Resolver
@@ -45,12 +47,17 @@ def test_names_equal_perf7_from_the_same_cache(scenario, symbol_env):
     theirs = parse_script(p.stdout)
     # perf runs in the rig's sid chroot and finds libc & co. at their recorded paths there (with
     # the guest's build ids when the rootfs matches): the same files for us through --symfs.
-    rootfs = os.path.join(os.environ.get("RIG_WORK", os.path.expanduser("~/.cache/deferstitch-rig")), "rootfs")
     r = run_cli("script", symbol_env / "in.data", "-q", "--kallsyms", symbol_env / "kallsyms",
-                "--buildid-dir", symbol_env / ".debug", "--symfs", rootfs)
+                "--buildid-dir", symbol_env / ".debug", "--symfs", SID_ROOTFS)
     assert r.returncode == 0, r.stderr
-    ours = parse_script(r.stdout.decode())
-    named = compared = 0
+    named, compared = assert_same_names(parse_script(r.stdout.decode()), theirs)
+    assert compared > 1000 and sum(named.values()) > 0.3 * compared
+
+
+def assert_same_names(ours, theirs):
+    """Our `script` frames against perf's, sample by sample (parse_script's): (the frames perf
+    named, counted by dso; how many frames were compared)."""
+    named, compared = Counter(), 0
     assert set(ours) == set(theirs)
     for key, (_h, frames) in theirs.items():
         mine, kept = ours[key][1], strip_unmerged_cookie(frames)
@@ -65,9 +72,63 @@ def test_names_equal_perf7_from_the_same_cache(scenario, symbol_env):
             compared += 1
             assert a[2] == b[2], (key, a, b)
             if b[1] != "[unknown]":
-                named += 1
+                named[b[2]] += 1
                 assert a[1] == b[1], (key, a, b)
-    assert compared > 1000 and named > 0.3 * compared
+    return named, compared
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory, symbol_env):
+    """WORK/sym: what `perf archive` packs for the compressed capture (workload_b, the recorded
+    libc and ld.so, in perf's build-id cache layout) unpacked into a symfs DIR, so only in DIR/.debug:
+    nothing at their recorded paths. WORK also holds the capture and the guest's kallsyms."""
+    work = tmp_path_factory.mktemp("archive")
+    root = work / "sym"
+    wb = CAPTURES / "bin" / "workload_b"
+    cache_build_id(root / ".debug", "/opt/rig/workload_b", wb, build_id(wb))
+    for lib in (RECORDED_LIBC, RECORDED_LD):
+        f = recorded_lib(work, lib)
+        cache_build_id(root / ".debug", lib, f, build_id(f))
+        f.unlink()
+    shutil.copy(capture("compressed")[0], work / "in.data")
+    shutil.copy(symbol_env / "kallsyms", work / "kallsyms")
+    return work
+
+
+def ours_under_symfs(work):
+    r = run_cli("script", work / "in.data", "-q", "--symfs", work / "sym", "--kallsyms", work / "kallsyms")
+    assert r.returncode == 0, r.stderr
+    return parse_script(r.stdout.decode())
+
+
+def test_symfs_alone_reads_its_debug_as_perf_in_the_guest(archive):
+    """With --symfs DIR, perf's build-id cache is DIR/.debug (util/symbol.c symbol__config_symfs):
+    a `perf archive` unpacked into DIR names workload_b's and libc's frames with --symfs DIR
+    alone, as perf 7.2 named them in the guest (the capture's script.txt)."""
+    theirs = parse_script(lzma.open(capture("compressed")[1] / "script.txt.xz").read().decode())
+    named, _ = assert_same_names(ours_under_symfs(archive), theirs)
+    assert named["/opt/rig/workload_b"] > 1000 and named[RECORDED_LIBC] > 1000, named
+
+
+def test_buildid_dir_given_wins_over_symfs(archive, tmp_path):
+    """Ours, not perf's (docs/symbols.md): an explicit --buildid-dir is the cache, even with
+    --symfs DIR; here an empty one, so DIR/.debug names nothing."""
+    r = run_cli("script", archive / "in.data", "-q", "--symfs", archive / "sym",
+                "--kallsyms", archive / "kallsyms", "--buildid-dir", tmp_path)
+    assert r.returncode == 0, r.stderr
+    frames = [f for _h, fr in parse_script(r.stdout.decode()).values() for f in fr
+              if f[2] in ("/opt/rig/workload_b", RECORDED_LIBC)]
+    assert len(frames) > 1000 and {f[1] for f in frames} == {"[unknown]"}
+
+
+def test_symfs_alone_reads_its_debug_as_perf7(archive):
+    """The same tree, and perf 7.2 here given `--symfs DIR` alone (its HOME in the rig is empty)."""
+    tool = need_sid_perf()
+    p = subprocess.run([tool, "script", "-i", "in.data", "--symfs", "sym", "--kallsyms=./kallsyms"],
+                       cwd=archive, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-1000:]
+    named, _ = assert_same_names(ours_under_symfs(archive), parse_script(p.stdout))
+    assert named["/opt/rig/workload_b"] > 1000 and named[RECORDED_LIBC] > 1000, named
 
 
 def test_symbols_need_the_right_build_id(symbol_env, tmp_path):

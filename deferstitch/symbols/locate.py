@@ -9,7 +9,8 @@ DEBUG = SYMFS/usr/lib/debug (perf prefixes it with --symfs too):
 
     DEBUGLINK                 the name in the binary's .gnu_debuglink, looked for in the binary's
                               directory, DIR/.debug/, then DEBUG/DIR/
-    BUILD_ID_CACHE            BUILDID_DIR/.build-id/xx/rest (a file, or a directory holding elf)
+    BUILD_ID_CACHE            BUILDID_DIR/.build-id/xx/rest (a file, or a directory holding elf);
+                              BUILDID_DIR is --buildid-dir, else SYMFS/.debug, else ~/.debug
     BUILD_ID_CACHE_DEBUGINFO  BUILDID_DIR/.build-id/xx/rest/debug
     FEDORA_DEBUGINFO          DEBUG/PATH.debug
     UBUNTU_DEBUGINFO          DEBUG/PATH
@@ -40,10 +41,22 @@ DEBUG_DIR = "/usr/lib/debug"
 Located = namedtuple("Located", "symtab runtime kind why")
 
 
+def buildid_dir_for(symfs=None, buildid_dir=None):
+    """The build-id cache: --buildid-dir, else SYMFS/.debug (perf's util/symbol.c
+    symbol__config_symfs: an unpacked `perf archive` names everything with --symfs alone), else
+    $HOME/.debug (util/config.c set_buildid_dir). perf parses `perf --buildid-dir` before the
+    command's --symfs, which replaces it; ours is the command's own option, so it wins."""
+    if buildid_dir:
+        return buildid_dir
+    if symfs:
+        return os.path.join(symfs, ".debug")
+    return os.path.join(os.path.expanduser("~"), ".debug")
+
+
 class Locator:
     def __init__(self, symfs=None, buildid_dir=None):
         self.symfs = symfs
-        self.buildid_dir = buildid_dir or os.path.join(os.path.expanduser("~"), ".debug")
+        self.buildid_dir = buildid_dir_for(symfs, buildid_dir)
         self.debug_dir = self._symfs(DEBUG_DIR)
         self.vdso = VdsoSource()  # the recorded kernel, for [vdso] (set by who knows the recording)
         self._found = {}          # (path, build id) -> Located
