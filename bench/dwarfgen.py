@@ -19,6 +19,7 @@ from the size's numbers alone; a directory is built again only when its `done` s
 or names other numbers. The symfs next to it (`symfs/`) holds every dso the recording hit, at its
 recorded path (hard links or copies), so that deferstitch and perf 7.2 read the same files.
 """
+import fcntl
 import json
 import os
 import shutil
@@ -151,9 +152,15 @@ def debug_info_size(binary):
 
 
 def build(name, force=False):
-    """CACHE/dwarf-NAME with prog, perf.data and symfs/, built and recorded if missing."""
-    if name == "python":
-        return build_python(force)
+    """CACHE/dwarf-NAME with prog, perf.data and symfs/, built and recorded if missing (one
+    build at a time: another run waits for it rather than removing what it is making)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / ("dwarf-%s.lock" % name), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return build_python(force) if name == "python" else build_program(name, force)
+
+
+def build_program(name, force):
     nunits, ntypes = SIZES[name]
     d = CACHE / ("dwarf-%s" % name)
     want = {"version": VERSION, "units": nunits, "types": ntypes, "seconds": SECONDS, "freq": FREQ}
