@@ -101,7 +101,7 @@ def main(args, measure, spread, fmt_table, cache):
     rounds = args.repeat or 3
     only = [w for w in (args.dwarf_only or "").split(",") if w]
     perf_only = [w for w in (args.dwarf_perf_only or "").split(",") if w]
-    names = [n for n in NAMES if not only or any(w in n for w in only + perf_only)]
+    names = [n for n in NAMES if not (only or perf_only) or any(w in n for w in only + perf_only)]
     inputs = []
     for name in names:
         if name == "python" and dwarfgen.python_binary() is None:
