@@ -16,7 +16,7 @@ the size of .debug_info grows with units x header types while compiling stays ch
 Built with `g++ -O2 -g -fno-omit-frame-pointer` (-j2) into CACHE/dwarf-SIZE/ (outside the
 checkout) and recorded there with `perf record -g` (the host's perf). Everything is generated
 from the size's numbers alone; a directory is built again only when its `done` stamp is missing
-or names other numbers. The symfs next to it (`symfs/`) holds every dso the recording hit, at its
+or names other numbers. The symfs next to it (`symfs/`) holds every file the recording mapped, at its
 recorded path (hard links or copies), so that deferstitch and perf 7.2 read the same files.
 """
 import fcntl
@@ -161,6 +161,7 @@ def build(name, force=False):
 
 
 def build_program(name, force):
+    """The generated program of size ``name``: sources, make -j2, its record."""
     nunits, ntypes = SIZES[name]
     d = CACHE / ("dwarf-%s" % name)
     want = {"version": VERSION, "units": nunits, "types": ntypes, "seconds": SECONDS, "freq": FREQ}
