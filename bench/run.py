@@ -10,6 +10,11 @@ Usage:
                                           # (bench/tracedat.py: big and varied traces, 13.5 and
                                           # 135 MiB, v6 and v7 none/zstd/zlib, 3 rounds, spread)
     python3 bench/run.py --trace --trace-only varied-13.5 --repeat 1    # a short one
+    python3 bench/run.py --dwarf          # naming with inlined frames: ds folded/script against perf
+                                          # 7.2 script on C++ programs with 50/200/520 MB of
+                                          # .debug_info and a CPython built with -g (bench/dwarf.py;
+                                          # the first run builds them, ~15 min), names checked
+    python3 bench/run.py --dwarf --dwarf-only small --repeat 1            # a short one
     python3 bench/run.py --json out.json  # also where the JSON goes (default: CACHE/results.json)
     DEFERSTITCH_BENCH_DIR=/big/disk python3 bench/run.py   # cache dir (default ~/.cache/deferstitch-bench)
 
@@ -267,7 +272,18 @@ def main(argv=None):
     ap.add_argument("--trace-only", metavar="WORDS",
                     help="--trace: only the files whose name KIND-MIB-FORMAT holds one of these "
                     "comma-separated words (big, varied-13.5, zstd, ...)")
+    ap.add_argument("--dwarf", action="store_true",
+                    help="naming with inlined frames against perf 7.2 script at real size (bench/dwarf.py)")
+    ap.add_argument("--dwarf-only", metavar="WORDS",
+                    help="--dwarf: only the inputs whose name (small, medium, large, python) holds one of "
+                    "these comma-separated words")
+    ap.add_argument("--dwarf-perf-only", metavar="WORDS",
+                    help="--dwarf: on these inputs only perf 7.2's row")
     args = ap.parse_args(argv)
+    if args.dwarf:
+        import dwarf
+        CACHE.mkdir(parents=True, exist_ok=True)
+        return dwarf.main(args, measure, spread, fmt_table, CACHE)
     if args.goals:
         return goals(args)
     if args.trace:
