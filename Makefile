@@ -8,7 +8,7 @@ EXAMPLE = examples/compressed.data
 PYTEST_FLAGS ?= -q -rs --durations=15
 TESTS ?= tests
 
-.PHONY: install demo test test-tools wheel plugin asan fuzz fuzz-seeds fuzz-trace fuzz-engine fuzz-feed
+.PHONY: install demo test test-tools wheel plugin asan fuzz fuzz-seeds fuzz-trace fuzz-engine fuzz-feed fuzz-dwarf
 
 $(VENV)/.made:
 	@tools/need-venv $(PYTHON)
@@ -117,7 +117,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_DIR ?= /tmp/deferstitch-fuzz
 CLANG ?= clang-14
 FUZZ_FLAGS = -timeout=60 -report_slow_units=120 -rss_limit_mb=2048 -max_len=131072 -print_final_stats=1
-fuzz: fuzz-trace fuzz-engine fuzz-feed
+fuzz: fuzz-trace fuzz-engine fuzz-feed fuzz-dwarf
 	@ls $(FUZZ_DIR)/crashes | sed 's|^|$(FUZZ_DIR)/crashes/|' ; echo "fuzz: $$(ls $(FUZZ_DIR)/crashes | wc -l) crash files in $(FUZZ_DIR)/crashes"
 
 fuzz-seeds:
@@ -163,6 +163,18 @@ fuzz-engine: fuzz-seeds
 # RSS limit in a few thousand cases (1.7 GB in 600; 340 MB so). abort_on_error: an error ASan
 # finds in libtracecmd while the probe's child opens the file kills that child, as glibc's abort
 # does without ASan, so the probe contains it (tests/data/trace-open-*.dat)
+# the DWARF reader (deferstitch/_dwarf.c) over mutated ELF files: fuzz/cases.py dwarf_case
+fuzz-dwarf: fuzz-seeds
+	mkdir -p $(FUZZ_DIR)/corpus-dwarf
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -DFUZZ_MODULE=_dwarf -DFUZZ_CASE=dwarf_case \
+	  $$($(PYTHON)-config --includes) fuzz/module_fuzz.c deferstitch/_dwarf.c \
+	  $$($(PYTHON)-config --embed --ldflags) -o $(FUZZ_DIR)/dwarf_fuzz
+	DEFERSTITCH_ROOT=$(CURDIR) PYTHONMALLOC=malloc \
+	  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:abort_on_error=1 \
+	  fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_DIR)/dwarf_fuzz $(FUZZ_DIR)/corpus-dwarf $(FUZZ_DIR)/seeds/dwarf \
+	  -artifact_prefix=$(FUZZ_DIR)/crashes/dwarf- $(FUZZ_FLAGS)
+
 fuzz-feed: fuzz-seeds
 	mkdir -p $(FUZZ_DIR)/corpus-feed
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

@@ -9,6 +9,10 @@ dwarf-medium, dwarf-large; dwarf-python: a CPython built with -g running json/re
     ds script                  deferstitch script F --symfs S -q -o /dev/null   (inlined frames)
     ds folded --no-inline      ds script --no-inline
     perf 7.2 script            tools/sid-perf script -i F --symfs S   (prints inlined frames by default)
+                               with SID_BINDS putting the recorded files the chroot lacks (the
+                               program, pyenv's libpython) at their recorded paths: perf's libdw
+                               opens a dso by its recorded name, else perf falls back to an
+                               addr2line child (2x slower, and GCC clones named otherwise)
 
 Before timing, a names check: our `script --max-stack 1024` against perf 7.2's text, frame for
 frame (tests/perf_text.py, as tests/test_lang_captures.py compares). Rows run once per round,
@@ -38,6 +42,26 @@ PERF = "perf 7.2 script"
 SLOW = 120              # seconds: a row this slow in round 1 is not repeated
 
 
+def binds(d):
+    """SID_BINDS=... for the folders of d's symfs that the chroot lacks (its binds are of
+    folders): the recorded files outside the system's libraries (perf itself runs on the
+    chroot's own) at their recorded paths."""
+    rootfs = Path(os.environ.get("SID_ROOTFS") or Path(os.environ.get("SID_CACHE") or
+                  Path.home() / ".cache" / "deferstitch-rig") / "rootfs")
+    symfs = dwarfgen.CACHE / d / "symfs"
+    out, todo = [], [symfs]
+    while todo:
+        for f in sorted(todo.pop().iterdir()):
+            rel = f.relative_to(symfs)
+            if not f.is_dir():
+                continue
+            if (rootfs / rel).exists() and not (rootfs / rel).is_symlink():
+                todo.append(f)
+            else:
+                out.append("%s:/%s" % (f.resolve(), rel))
+    return "SID_BINDS=" + " ".join(out)
+
+
 def tools(d):
     """[(row, argv)] on the input in directory ``d`` (relative to the cache). Both sides get an
     empty build-id cache: the host's ~/.debug (which perf in its chroot does not see) must not
@@ -49,7 +73,8 @@ def tools(d):
             ("ds script", py + ["script", f] + quiet),
             ("ds folded --no-inline", py + ["folded", f, "--no-inline"] + quiet),
             ("ds script --no-inline", py + ["script", f, "--no-inline"] + quiet),
-            (PERF, [str(SID_PERF), "--buildid-dir", d + "/buildid", "script", "-i", f, "--symfs", d + "/symfs"])]
+            (PERF, ["env", binds(d), str(SID_PERF), "--buildid-dir", d + "/buildid", "script", "-i", f,
+                    "--symfs", d + "/symfs"])]
 
 
 def names_check(cache, d, timeout):

@@ -7,6 +7,8 @@
                         over our page reader: the same samples, reports and errors
     pages_case(data)    raw ring-buffer pages through the page reader alone
     perf_case(data)     a perf.data through the C engine and the Python path: equal reports
+    dwarf_case(data)    an ELF file's DWARF through the C reader (_dwarf.c): every address of
+                        its code answered, or a ValueError; never a crash
 
 An input ends either in a report whose counts add up (samples == stitched + passed +
 sum(unmatched)) or in a DeferstitchError: one line naming the file. Anything else raises
@@ -228,3 +230,39 @@ def perf_case(data, max_pending=1000):
     assert c.to_json() == py.to_json(), "engine and Python reports differ:\n%s\n%s" % (
         c.to_json(), py.to_json())
     return py
+
+
+def dwarf_case(data):
+    """An ELF file (seeds: the captures' workloads, DWARF 5) through the DWARF reader's C twin:
+    for every 3rd address of the first 64 KiB above its lowest section address, the functions
+    holding it, their names and the unit's language, or a ValueError (a damaged section, said
+    with its offset); any other exception or a crash (ASan watches the C) is a finding."""
+    from deferstitch import _dwarf
+    from deferstitch.symbols.debug_sections import DebugSections
+    path = _write(data, "case.elf")
+    try:
+        sections = DebugSections(path)
+    except (ValueError, OSError):               # not ELF, headers past the end
+        return None
+    if ".debug_info" not in sections.sections or not sections.little_endian:
+        return None
+    reader = _dwarf.Reader(sections.sections, sections.addr_size, sections.little_endian,
+                           tuple(sections.mapped))
+    base = min((s.addr for s in sections.elf.sections if s.addr), default=0)
+    found = 0
+    for addr in range(base, base + 0x10000, 3):
+        try:
+            hit = reader.path(addr)
+            if hit is None:
+                continue
+            unit, funcs = hit
+            reader.language(unit)
+            for die, ranges in funcs:
+                assert all(lo <= addr < hi for lo, hi in ranges if lo <= addr < hi)
+                reader.names(die)
+            found += 1
+        except ValueError as err:
+            assert str(err) and "\n" not in str(err), err
+    count, used = reader.held()
+    assert used <= _dwarf.INDEX_BUDGET or count == 1
+    return found

@@ -15,7 +15,8 @@
  *     $(python3-config --embed --ldflags) -o engine_fuzz
  *   DEFERSTITCH_ROOT=. PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=0 \
  *     ./engine_fuzz CORPUS SEEDS -artifact_prefix=CRASHES/engine-
- * (-DFUZZ_MODULE=_tracedat -DFUZZ_CASE=pages_case with deferstitch/_tracedat.c: pages_fuzz)
+ * (-DFUZZ_MODULE=_tracedat -DFUZZ_CASE=pages_case with deferstitch/_tracedat.c: pages_fuzz;
+ * -DFUZZ_MODULE=_dwarf -DFUZZ_CASE=dwarf_case with deferstitch/_dwarf.c: dwarf_fuzz)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

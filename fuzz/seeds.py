@@ -1,7 +1,7 @@
 """Seed corpora for the fuzz harnesses: small cuts of the real captures, and the synthetic files.
 
 Usage:
-    python3 fuzz/seeds.py OUTDIR          # OUTDIR/perf/*.data, trace/*.dat, pages/*.pages
+    python3 fuzz/seeds.py OUTDIR          # OUTDIR/perf/*.data, trace/*.dat, pages/*.pages, dwarf/*.elf
 
 perf/  the first records of each real capture (tests/data/real/captures/*/*.data), rewritten by our writer so the attrs and features stay
        valid (tests/cuts.py, as tests/test_fuzz.py cuts its seeds); the compressed capture
@@ -11,6 +11,7 @@ trace/ the synthetic trace.dat files of tests/tracecmd_synth.py (deferred, varia
        trace.dat v6 by ``trace-cmd convert`` (uncompressed: the page layout is what gets
        mutated) with kallsyms and printk formats dropped, so each case reads in milliseconds.
 pages/ the synthetic files' ring-buffer pages alone, one CPU and two (fuzz/cases.py pages_case).
+dwarf/ the captures' workload binaries (gcc, DWARF 5 with .debug_rnglists), whole (dwarf_case).
 A seed that cannot be made (no captures, no trace-cmd) is skipped with a line on stderr.
 """
 import shutil
@@ -147,6 +148,11 @@ def pages_seeds(out):
         (out / ("%s-2cpus.pages" % name)).write_bytes(bytes([4]) + both)
 
 
+def dwarf_seeds(out):
+    for src in sorted((CAPTURES / "bin").glob("workload_?")):
+        shutil.copy(src, out / (src.name + ".elf"))
+
+
 def main(argv):
     if len(argv) in (5, 6) and argv[1] == "--trim":
         trim_v6(argv[2], argv[3], int(argv[4]), int(argv[5]) if len(argv) > 5 else 0)
@@ -155,10 +161,11 @@ def main(argv):
         sys.stderr.write(__doc__.split("Usage:\n")[1].split("\n\n")[0] + "\n")
         return 2
     out = Path(argv[1])
-    for sub, make in (("perf", perf_seeds), ("trace", trace_seeds), ("pages", pages_seeds)):
+    for sub, make in (("perf", perf_seeds), ("trace", trace_seeds), ("pages", pages_seeds),
+                      ("dwarf", dwarf_seeds)):
         (out / sub).mkdir(parents=True, exist_ok=True)
         make(out / sub)
-    for sub in ("perf", "trace", "pages"):
+    for sub in ("perf", "trace", "pages", "dwarf"):
         files = sorted((out / sub).iterdir())
         print("%s: %d seeds, %d bytes" % (out / sub, len(files), sum(f.stat().st_size for f in files)))
     return 0
