@@ -241,3 +241,18 @@ print("ok")
         p = subprocess.run([sys.executable, "-c", code, str(prog), str(seed)],
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 0 and p.stdout.strip() == "ok", (seed, p.returncode, p.stderr[-2000:])
+
+
+def test_a_section_name_past_the_file_is_no_name(tmp_path):
+    """A damaged sh_name (found by make fuzz-dwarf): the section has no name, no OverflowError
+    from the name's lookup (which the CLI would print as a traceback)."""
+    import struct
+    src = DATA / "real" / "captures" / "bin" / "workload_a"
+    data = bytearray(src.read_bytes())
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3a)
+    struct.pack_into("<I", data, shoff + (shnum - 1) * shentsize, 0xffffffff)
+    bad = tmp_path / "workload_a"
+    bad.write_bytes(bytes(data))
+    sections = DebugSections(str(bad))
+    assert "" in sections.elf.by_name and ".debug_info" in sections.sections

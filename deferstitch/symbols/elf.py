@@ -94,6 +94,8 @@ class ElfFile:
 
     def _str(self, table_off, idx):
         start = table_off + idx
+        if start >= len(self.m):            # a damaged name offset: no name
+            return ""
         end = self.m.find(b"\0", start)
         return self.m[start:end if end >= 0 else start].decode("utf-8", "replace")
 
