@@ -50,7 +50,8 @@ def test_ifunc_alias_names_the_irelative_plt_slot():
 
 def test_plt_entries_come_after_the_symbols_at_their_address():
     t = SymbolTable([(0x100, 0x110, GLOBAL, "f", STT_FUNC),
-                     (0x9ced0, 0x9ceff, LOCAL, "g", STT_FUNC), (0x9cefe, 0x9cefe, LOCAL, "g_end", STT_NOTYPE)])
+                     (0x9ced0, 0x9ceff, LOCAL, "g", STT_FUNC),
+                     (0x9cefe, 0x9cefe, LOCAL, "g_end", STT_NOTYPE)])
     t.add_sized([(0x50, 0x60, "memcpy@plt"), (0x100, 0x110, "x@plt")])
     assert t.find(0x55) == ("memcpy@plt", 5) and t.find(0x100) == ("x@plt", 0)
     assert t.find(0x9cefe) == ("g", 0x2e)      # the label's function found past the insertions

@@ -327,7 +327,7 @@ def _raw_columns(elf, sec):
 
 
 def function_columns(elf, sec):
-    """Columns (starts, ends, bindings, types, names) of the symbols perf's dso__load_sym keeps
+    """Columns (starts, sizes, bindings, types, names) of the symbols perf's dso__load_sym keeps
     from a SYMTAB/DYNSYM section: named, defined STT_FUNC/STT_GNU_IFUNC, and elf_sym__is_label's
     STT_NOTYPE labels (not hidden/internal, in a section whose name holds "text": assembly
     entry points such as ld.so's _dl_start_user). Column at a time (bytes.translate, compress)."""
@@ -355,11 +355,11 @@ def function_columns(elf, sec):
             sel[i] = 1
     nm = list(compress(names, sel))
     starts = list(compress(value, sel))
-    ends = [v + z for v, z in zip(starts, compress(size, sel))]
-    binds = list(compress(info.translate(_BINDS), sel))
-    types = list(compress(info.translate(_TYPES), sel))
+    sizes = list(compress(size, sel))
+    binds = bytes(compress(info.translate(_BINDS), sel))
+    types = bytes(compress(info.translate(_TYPES), sel))
     strtab = elf.sections[sec.link] if sec.link < len(elf.sections) else None
-    return starts, ends, binds, types, _Names(bytes(elf.data(strtab)) if strtab else b"", nm)
+    return starts, sizes, binds, types, _Names(bytes(elf.data(strtab)) if strtab else b"", nm)
 
 
 class ElfSymbols:

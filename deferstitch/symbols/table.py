@@ -13,8 +13,10 @@ then overlaps its function; perf's rb-tree lookup (symbols__find) returns whiche
 meets first, and perf 7.2 names such addresses after the function (``__syscall_cancel_arch+0x2e``,
 tests/data/libc_dbg). So do we: the label names only the addresses past the function's end.
 
-Built column by column (starts, ends, names as parallel lists) so that a .symtab of a million
-symbols costs a few list passes, not a tuple and a comparison call per symbol.
+Built column by column (starts, sizes, names as parallel sequences; only the starts sorted, ends
+worked out on lookup, duplicates left in place with the bisect sent to each group's winner) so
+that a .symtab of a million symbols costs a sort and a few list passes, not a tuple and a
+comparison call per symbol.
 """
 import bisect
 from itertools import compress, islice, repeat
@@ -53,6 +55,17 @@ def _better(a, b):
     return True          # x86: arch__choose_best_symbol keeps the first
 
 
+def _positions(column, value):
+    """The indices of a column (bytes, or a list) that hold value."""
+    if isinstance(column, (bytes, bytearray)):
+        out, at, b = [], column.find(value), bytes((value,))
+        while at >= 0:
+            out.append(at)
+            at = column.find(b, at + 1)
+        return out
+    return list(compress(range(len(column)), map(eq, column, repeat(value))))
+
+
 class SymbolTable:
     """Symbols (start, end, binding, name[, type]); ``find(addr)`` -> (name, addr - start) or
     None. ``names`` may be any sequence (ElfSymbols hands a lazy one: names decoded on use)."""
@@ -60,66 +73,79 @@ class SymbolTable:
     def __init__(self, symbols=(), columns=None):
         if columns is None:
             symbols = list(symbols)
-            columns = ([s[0] for s in symbols], [s[1] for s in symbols], [s[2] for s in symbols],
-                       [s[4] if len(s) > 4 else STT_FUNC for s in symbols],
+            columns = ([s[0] for s in symbols], [s[1] - s[0] for s in symbols],
+                       [s[2] for s in symbols], [s[4] if len(s) > 4 else STT_FUNC for s in symbols],
                        [s[3] for s in symbols])
         self._build(*columns)
 
     @classmethod
-    def from_columns(cls, starts, ends, binds, types, names):
-        """The same table from parallel lists in file order (ends == starts: no size)."""
-        return cls(columns=(starts, ends, binds, types, names))
+    def from_columns(cls, starts, sizes, binds, types, names):
+        """The same table from parallel sequences in file order (size 0: none given)."""
+        return cls(columns=(starts, sizes, binds, types, names))
 
-    def _build(self, start, end, bind, typ, names):
+    def _build(self, start, size, bind, typ, names):
+        """Only the starts are sorted (with each one's file index, X); a symbol's end is worked
+        out when asked (_end: symbols__fixup_end's rule, from the next start), so a million
+        symbols cost one sort, a permutation and two comparisons of neighbours."""
         n = len(start)
         order = sorted(range(n), key=start.__getitem__)     # stable: equal starts keep file order
         if all(map(eq, order, range(n))):
-            S, E, X = start, list(end), list(range(n))
-        else:               # only starts and ends move; bindings and types are read through X
-            S, E = (list(itemgetter(*order)(c)) if n > 1 else [c[order[0]]] for c in (start, end))
-            X = order
-        zero = list(compress(range(n), map(eq, S, E)))       # symbols__fixup_end
-        for i in zero:
-            E[i] = S[i + 1] if i + 1 < n else (S[i] + 4095) // 4096 * 4096 + 4096
-        T = typ.__getitem__
-        ifunc = set(compress(range(n), map(eq, map(T, X), repeat(STT_GNU_IFUNC, n))))
-        zero_set = set(zero)
+            S, X = start, range(n)
+        else:
+            S, X = (list(itemgetter(*order)(start)) if n > 1 else [start[order[0]]]), order
+        self.starts, self._idx, self._size, self._names, self._n = S, X, size, names, n
+        self._alias, self._gone, self._ifunc_alias, self._outer = {}, set(), set(), {}
+        self._typ, self._file_start = typ, start
+        self._xstarts, self._xends, self._xnames = [], [], []
         dups = list(compress(range(n - 1), map(eq, S, islice(S, 1, None)))) if n > 1 else []
-        gone = set()
-        self._alias = {}
+        gone = self._gone
         for i in dups:              # symbols__fixup_duplicate: i and i + 1 share a start
             cur = i                 # the group's winner so far
             while cur in gone:
                 cur -= 1
             x, y = X[cur], X[i + 1]
-            a = (S[cur], E[cur], bind[x], names[x], typ[x])
-            b = (S[i + 1], E[i + 1], bind[y], names[y], typ[y])
+            a = (S[cur], self._end(cur), bind[x], names[x], typ[x])
+            b = (S[i + 1], self._end(i + 1), bind[y], names[y], typ[y])
             if _better(a, b):
                 if typ[y] == STT_GNU_IFUNC:
-                    ifunc.add(cur)          # perf: curr->ifunc_alias
+                    self._ifunc_alias.add(cur)      # perf: curr->ifunc_alias
                 gone.add(i + 1)
                 win = cur
             else:
                 if typ[x] == STT_GNU_IFUNC:
-                    ifunc.add(i + 1)
+                    self._ifunc_alias.add(i + 1)
                 gone.add(cur)
                 win = i + 1
-            if i + 2 >= n or S[i + 2] != S[i + 1]:
-                if win != i + 1:    # bisect lands on a group's last symbol: send it to the winner
-                    self._alias[i + 1] = win
-        self._gone = gone
-        self._outer = {}
-        for i in zero:              # a zero-size label inside the sized symbol before it
-            if i in gone or typ[X[i]] != STT_NOTYPE:
+            if (i + 2 >= n or S[i + 2] != S[i + 1]) and win != i + 1:
+                self._alias[i + 1] = win    # bisect lands on a group's last: its winner
+        for x in _positions(typ, STT_NOTYPE):    # a zero-size label inside the sized symbol
+            if size[x]:                          # before it
+                continue
+            i = self._sorted_at(x)
+            if i in gone:
                 continue
             j = i - 1
-            while j >= 0 and (j in zero_set or j in gone):
+            while j >= 0 and (j in gone or not size[X[j]]):
                 j -= 1
-            if j >= 0 and S[j] < S[i] < E[j]:
+            if j >= 0 and S[j] < S[i] < S[j] + size[X[j]]:
                 self._outer[i] = j
-        self.starts, self._ends, self._idx, self._names = S, E, X, names
-        self._ifunc = ifunc
-        self._xstarts, self._xends, self._xnames = [], [], []
+
+    def _sorted_at(self, x):
+        """Where file index x went in the sorted table."""
+        i = bisect.bisect_left(self.starts, self._file_start[x])
+        while self._idx[i] != x:
+            i += 1
+        return i
+
+    def _end(self, i):
+        """symbols__fixup_end: a symbol without a size ends where the next one starts (the last
+        one a page past its start, rounded)."""
+        z = self._size[self._idx[i]]
+        if z:
+            return self.starts[i] + z
+        if i + 1 < self._n:
+            return self.starts[i + 1]
+        return (self.starts[i] + 4095) // 4096 * 4096 + 4096
 
     def _name(self, i):
         return self._names[self._idx[i]]
@@ -128,7 +154,7 @@ class SymbolTable:
     def syms(self):
         """Every kept symbol as (start, end, name), sorted; synthesized ones after those at
         their start."""
-        out = [(s, e, self._name(i)) for i, (s, e) in enumerate(zip(self.starts, self._ends))
+        out = [(self.starts[i], self._end(i), self._name(i)) for i in range(self._n)
                if i not in self._gone]
         extra = list(zip(self._xstarts, self._xends, self._xnames))
         return sorted(out + extra, key=lambda sym: sym[0]) if extra else out
@@ -143,14 +169,15 @@ class SymbolTable:
             self._xnames.insert(i, name)
 
     def __len__(self):
-        return len(self.starts) - len(self._gone) + len(self._xstarts)
+        return self._n - len(self._gone) + len(self._xstarts)
 
     def ifunc_at(self, addr):
         """The name of the symbol starting at addr when it is an IFUNC or an IFUNC's alias
         (perf's get_ifunc_name), else None."""
         i = bisect.bisect_right(self.starts, addr) - 1
         i = self._alias.get(i, i)
-        if i >= 0 and self.starts[i] == addr and i in self._ifunc:
+        if i >= 0 and self.starts[i] == addr and (
+                i in self._ifunc_alias or self._typ[self._idx[i]] == STT_GNU_IFUNC):
             return self._name(i)
         return None
 
@@ -165,9 +192,9 @@ class SymbolTable:
         if i < 0:
             return None
         i = self._alias.get(i, i)
-        if addr >= self._ends[i]:
+        if addr >= self._end(i):
             return None
         j = self._outer.get(i)
-        if j is not None and addr < self._ends[j]:
+        if j is not None and addr < self._end(j):
             i = j
         return self._name(i), addr - self.starts[i]
