@@ -20,7 +20,10 @@ import binascii
 import bisect
 import mmap
 import struct
+import sys
 from collections import namedtuple
+from itertools import compress, repeat
+from operator import eq
 
 from .table import GLOBAL, LOCAL, WEAK, SymbolTable
 
@@ -32,10 +35,17 @@ STV_INTERNAL, STV_HIDDEN = 1, 2
 NT_GNU_BUILD_ID = 3
 EM_X86_64 = 62
 PLT_ENTRY = 16        # x86-64: the PLT header and each entry are 16 bytes
+R_X86_64_IRELATIVE = 37
 _BIND = {0: LOCAL, 1: GLOBAL, 2: WEAK, 10: GLOBAL}
+# st_info byte -> 1 a function (STT_FUNC, STT_GNU_IFUNC), 2 a possible label (STT_NOTYPE), else 0;
+# its binding and its type, each as one byte: bytes.translate turns a column at C speed
+_KIND = bytes(1 if b & 0xf in (STT_FUNC, STT_GNU_IFUNC) else 2 if b & 0xf == STT_NOTYPE else 0
+              for b in range(256))
+_BINDS = bytes(_BIND.get(b >> 4, LOCAL) for b in range(256))
+_TYPES = bytes(b & 0xf for b in range(256))
 
 Section = namedtuple("Section", "name type flags addr offset size link info entsize")
-Reloc = namedtuple("Reloc", "offset sym addend")
+Reloc = namedtuple("Reloc", "offset sym addend type")
 
 
 class ElfError(ValueError):
@@ -131,9 +141,29 @@ class ElfFile:
         out = []
         for at in range(0, len(data) - size + 1, sec.entsize or size):
             v = struct.unpack_from(fmt, data, at)
-            sym = v[1] >> 32 if self.is64 else v[1] >> 8
-            out.append(Reloc(v[0], sym, v[2] if rela else None))
+            sym, typ = (v[1] >> 32, v[1] & 0xffffffff) if self.is64 else (v[1] >> 8, v[1] & 0xff)
+            out.append(Reloc(v[0], sym, v[2] if rela else None, typ))
         return out
+
+    def relocation_symbols(self, sec):
+        """{r_offset: symbol index} of the relocations of a section that name a symbol (perf's
+        sort_rela_dyn keeps only those): a PIE's .rela.dyn holds one R_X86_64_RELATIVE, without
+        a symbol, per pointer it stores, a million for a big table; read as columns."""
+        entsize = 24 if sec.type == SHT_RELA else 16
+        if self.is64 and (sec.entsize or entsize) == entsize and \
+                self.e == ("<" if sys.byteorder == "little" else ">"):
+            data = self.data(sec)
+            step = entsize // 8
+            mv = memoryview(data)[:len(data) // entsize * entsize]
+            try:
+                q = mv.cast("Q")
+                offsets, infos = q[0::step].tolist(), q[1::step].tolist()
+                q.release()
+            finally:
+                mv.release()
+            named = [i >> 32 != 0 for i in infos]
+            return {off: i >> 32 for off, i in zip(compress(offsets, named), compress(infos, named))}
+        return {r.offset: r.sym for r in self.relocations(sec) if r.sym}
 
     def build_id(self):
         for sec in self.sections:
@@ -218,9 +248,10 @@ def plt_symbols(elf, table):
     if rela is not None and rela.link < len(elf.sections):
         syms = elf.symbols(elf.sections[rela.link])
         relocs = sorted(elf.relocations(rela), key=lambda r: r.offset)
+        sec = plt
         if pltsec is not None:
             out[0] = (plt.addr, plt.addr + plt.size, ".plt")
-            addr = pltsec.addr
+            addr, sec = pltsec.addr, pltsec
         elif len(relocs) * PLT_ENTRY == plt.size:
             out.pop()                       # not lazy: no header
             addr = plt.addr
@@ -228,28 +259,109 @@ def plt_symbols(elf, table):
             addr = plt.addr + PLT_ENTRY
         for r in relocs:
             name = syms[r.sym][0] if 0 < r.sym < len(syms) else ""
+            if not name and r.type == R_X86_64_IRELATIVE and r.addend is not None:
+                # get_ifunc_name: the IFUNC (or its alias) at the resolver's address, its name
+                # as the symbol table has it: memcpy@@GLIBC_2.14 from a debug file's .symtab,
+                # memcpy from .dynsym
+                name = table.ifunc_at(r.addend) or ""
             if not name:
-                hit = table.find(r.addend) if r.addend is not None else None
-                name = hit[0] if hit and hit[1] == 0 else "offset_%#x" % addr
-            out.append((addr, addr + PLT_ENTRY, name.split("@")[0] + "@plt"))
+                name = "offset_%#x" % (addr - sec.addr + sec.offset)
+            out.append((addr, addr + PLT_ENTRY, name + "@plt"))
             addr += PLT_ENTRY
     pltgot, dyn = elf.by_name.get(".plt.got"), elf.by_name.get(".rela.dyn")
     if pltgot is not None and dyn is not None and dyn.link < len(elf.sections):
         syms = elf.symbols(elf.sections[dyn.link])
-        by_got = {r.offset: r.sym for r in elf.relocations(dyn)}
+        by_got = elf.relocation_symbols(dyn)
         code, step = elf.data(pltgot), pltgot.entsize or 8
         for i in range(0, len(code) - step + 1, step):
             idx = by_got.get(_plt_jump_target(code[i:i + step], pltgot.addr + i))
             if idx and idx < len(syms) and syms[idx][0]:
-                out.append((pltgot.addr + i, pltgot.addr + i + step, syms[idx][0].split("@")[0] + "@plt"))
+                out.append((pltgot.addr + i, pltgot.addr + i + step, syms[idx][0] + "@plt"))
     return out
 
 
-def _is_text_label(elf, typ, shndx, vis):
-    """perf's elf_sym__is_label in a text section (symbol-elf.c): assembly entry points such as
-    ld.so's _dl_start_user are STT_NOTYPE, and perf names them."""
-    return (typ == STT_NOTYPE and shndx < SHN_LORESERVE and vis not in (STV_INTERNAL, STV_HIDDEN)
-            and shndx < len(elf.sections) and "text" in elf.sections[shndx].name)
+class _Names:
+    """Symbol names by position, decoded from the string table when first asked: a .symtab of
+    a million symbols is read without making a million strings."""
+
+    def __init__(self, strtab, offsets):
+        self.strtab, self.offsets, self.cache = strtab, offsets, {}
+
+    def __len__(self):
+        return len(self.offsets)
+
+    def __getitem__(self, i):
+        name = self.cache.get(i)
+        if name is None:
+            start = self.offsets[i]
+            end = self.strtab.find(b"\0", start)
+            name = self.cache[i] = self.strtab[start:end if end >= 0 else len(self.strtab)].decode(
+                "utf-8", "replace")
+        return name
+
+
+def _raw_columns(elf, sec):
+    """(st_name, st_info, st_other, st_shndx, st_value, st_size) of every symbol of a section,
+    as columns: st_info and st_other as bytes, the rest as sequences of ints."""
+    data = elf.data(sec)
+    if elf.is64 and (sec.entsize or 24) == 24 and elf.e == ("<" if sys.byteorder == "little" else ">"):
+        n = len(data) // 24
+        mv = memoryview(data)[:n * 24]
+        try:
+            q, h, w = mv.cast("Q"), mv.cast("H"), mv.cast("I")
+            cols = (w[0::6].tolist(), mv[4::24].tobytes(), mv[5::24].tobytes(),
+                    h[3::12].tolist(), q[1::3].tolist(), q[2::3].tolist())
+            for v in (q, h, w):
+                v.release()
+        finally:
+            mv.release()
+        return cols
+    fmt = elf.e + ("IBBHQQ" if elf.is64 else "IIIBBH")
+    size = struct.calcsize(fmt)
+    rows = [struct.unpack_from(fmt, data, at)
+            for at in range(0, len(data) - size + 1, sec.entsize or size)]
+    if not elf.is64:
+        rows = [(nm, info, other, shndx, value, ssize)
+                for nm, value, ssize, info, other, shndx in rows]
+    cols = list(zip(*rows)) or [(), (), (), (), (), ()]
+    return (list(cols[0]), bytes(cols[1]), bytes(cols[2]), list(cols[3]), list(cols[4]),
+            list(cols[5]))
+
+
+def function_columns(elf, sec):
+    """Columns (starts, sizes, bindings, types, names) of the symbols perf's dso__load_sym keeps
+    from a SYMTAB/DYNSYM section: named, defined STT_FUNC/STT_GNU_IFUNC, and elf_sym__is_label's
+    STT_NOTYPE labels (not hidden/internal, in a section whose name holds "text": assembly
+    entry points such as ld.so's _dl_start_user). Column at a time (bytes.translate, compress)."""
+    names, info, other, shndx, value, size = _raw_columns(elf, sec)
+    kind = info.translate(_KIND)
+    if 2 in kind:
+        text = [("text" in s.name) for s in elf.sections]
+        nsec = len(text)
+        vis = other.translate(bytes(b & 3 for b in range(256)))
+
+        def label(i):
+            sh = shndx[i]
+            return (sh < SHN_LORESERVE and sh < nsec and text[sh]
+                    and vis[i] not in (STV_INTERNAL, STV_HIDDEN))
+        kind = bytearray(kind)
+        for i in compress(range(len(kind)), map(eq, kind, repeat(2))):
+            kind[i] = 2 if names[i] and shndx[i] and label(i) else 0
+    cand = list(compress(range(len(kind)), kind))
+    keep = [names[i] and shndx[i] for i in cand]     # named, defined
+    if all(keep):
+        sel = kind
+    else:
+        sel = bytearray(len(kind))
+        for i in compress(cand, keep):
+            sel[i] = 1
+    nm = list(compress(names, sel))
+    starts = list(compress(value, sel))
+    sizes = list(compress(size, sel))
+    binds = bytes(compress(info.translate(_BINDS), sel))
+    types = bytes(compress(info.translate(_TYPES), sel))
+    strtab = elf.sections[sec.link] if sec.link < len(elf.sections) else None
+    return starts, sizes, binds, types, _Names(bytes(elf.data(strtab)) if strtab else b"", nm)
 
 
 class ElfSymbols:
@@ -272,20 +384,17 @@ class ElfSymbols:
             if self.segments and not any(filesz for _off, _va, filesz in self.segments):
                 raise ElfError("no loadable contents (a debug file without its binary)")
             self._seg_starts = [s[0] for s in self.segments]
-            syms = []
+            cols = ([], [], [], [], [])
             for secname, stype in ((".symtab", SHT_SYMTAB), (".dynsym", SHT_DYNSYM)):
                 sec = elf.by_name.get(secname)
                 if sec is None or sec.type != stype:
                     continue
-                for name, value, size, bind, typ, shndx, vis in elf.symbols(sec):
-                    if name and shndx != SHN_UNDEF and (
-                            typ in (STT_FUNC, STT_GNU_IFUNC) or _is_text_label(elf, typ, shndx, vis)):
-                        # a .symtab keeps glibc's versioned names (fclose@@GLIBC_2.2.5); perf
-                        # prints them as they are
-                        syms.append((value, value + size, _BIND.get(bind, LOCAL), name))
-                if syms:
+                # a .symtab keeps glibc's versioned names (fclose@@GLIBC_2.2.5); perf prints
+                # them as they are
+                cols = function_columns(elf, sec)
+                if cols[0]:
                     break              # perf: .symtab when there is one, else .dynsym
-            self.table = SymbolTable(syms)
+            self.table = SymbolTable.from_columns(*cols)
             self.table.add_sized(plt_symbols(run, self.table))
         finally:
             elf.m.close()
