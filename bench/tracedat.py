@@ -101,7 +101,7 @@ def tools(fmt):
     if fmt == "v6":
         out += [("ds trace report (Python feed)",
                  lambda f: ["env", "DEFERSTITCH_TRACE_FEED=python"] + py + ["report", f]),
-                ("ds trace report (libtracecmd)",
+                ("ds trace report (walk.py)",
                  lambda f: ["env", "DEFERSTITCH_ACCEL=0"] + py + ["report", f])]
     return out
 
@@ -157,7 +157,7 @@ def main(args, measure, spread, fmt_table, cache):
         print("bench: MISMATCH %s" % line, file=sys.stderr)
     rows = [(kind, mib, fmt, name, tool, mk) for kind, mib, fmt, name in files
             if not fmt.endswith("only)") for tool, mk in tools(fmt)
-            if not (tool.endswith("feed)") or tool.endswith("(libtracecmd)")) or mib == SIZES[0]]
+            if not (tool.endswith("feed)") or tool.endswith("(walk.py)")) or mib == SIZES[0]]
     runs, failed = {}, {}
     t0 = time.perf_counter()
     for r in range(rounds):

@@ -41,7 +41,7 @@ def _one_line(err, path):
 
 def trace_case(data):
     """A trace.dat: the bridge and the reader end in a conserved report or a one-line error,
-    the same whether our page reader (tracecmd/pages.py) or libtracecmd reads the pages."""
+    the same whether the C walker (tracecmd/pages.py) or walk.py reads the pages."""
     path = _write(data, "case.dat")
     ours = _trace_run(path, True)
     theirs = _trace_run(path, False)
@@ -51,7 +51,7 @@ def trace_case(data):
     # overcommit heuristic. Said here, at the input that did it, not by the next test that forks.
     for r in (ours, theirs):
         assert not (r[2] and "cannot fork" in r[2]), "%s (VmSize %s)" % (r[2], _vm_size())
-    assert ours[1:] == theirs[1:], "our page reader and libtracecmd differ:\n%s\n%s" % (
+    assert ours[1:] == theirs[1:], "the C walker and walk.py differ:\n%s\n%s" % (
         ours[1:], theirs[1:])
     _feeds_agree(path)
     return ours[0]
@@ -116,7 +116,8 @@ def _feed_run(path, engine_feed):
 
 
 def _trace_run(path, walker):
-    """(report, its JSON, the error line or None), pages read by us (walker) or libtracecmd."""
+    """(report, its JSON, the error line or None), pages read by the C walker (walker) or
+    walk.py's."""
     from deferstitch.tracecmd.bridge import Trace
     from deferstitch.tracecmd.reader import FtraceFeed
     saved = os.environ.get("DEFERSTITCH_ACCEL")

@@ -11,7 +11,7 @@ from conftest import CAPTURES
 from tracecmd_text import parse, report, sid_report
 import tracecmd_synth
 
-from deferstitch.errors import DeferstitchError, FormatError
+from deferstitch.errors import FormatError
 from deferstitch.tracecmd.bridge import Trace
 
 REAL = CAPTURES / "ftrace" / "trace-userstacktrace.dat"
@@ -168,18 +168,6 @@ def test_truncated_file_is_one_line_not_a_crash(tmp_path):
         with pytest.raises(FormatError) as e:
             list(Trace(part))
         assert str(part) in str(e.value) and "\n" not in str(e.value)
-
-
-def test_missing_library_names_the_apt_package():
-    from deferstitch.tracecmd import _ffi
-    _ffi._PACKAGES["absent"] = ("libdeferstitch-absent.so.9", "libdeferstitch-absent9")
-    try:
-        with pytest.raises(DeferstitchError) as e:
-            _ffi._lib("absent")
-        assert str(e.value) == ("libdeferstitch-absent.so.9 not found: "
-                                "apt-get install libdeferstitch-absent9")
-    finally:
-        del _ffi._PACKAGES["absent"]
 
 
 def test_rel_loc_long_records_and_time_extend(tmp_path):

@@ -89,7 +89,8 @@ def _sample_addresses(ks, h, n=4000):
 def test_the_metadata_equals_libtracecmds_on_every_trace_dat(traces):
     need_bookworm_libtraceevent()
     from deferstitch.errors import DeferstitchError
-    from deferstitch.tracecmd import _ffi, formats
+    import libtracecmd as _ffi
+    from deferstitch.tracecmd import formats
     compared = versions = 0
     seen = set()
     for path in traces:
@@ -188,7 +189,7 @@ def tep():
 
 def _their_event(item):
     """tep_parse_event's verdict: (failed, [the event's key] or [])."""
-    from deferstitch.tracecmd import _ffi
+    import libtracecmd as _ffi
     text, system, long_size = item
     t, api = tep(), _ffi.api
     h = t["tep_alloc"]()
@@ -278,7 +279,7 @@ def test_damaged_format_texts_have_libtraceevents_verdict():
 
 
 def _their_kallsyms(item):
-    from deferstitch.tracecmd import _ffi
+    import libtracecmd as _ffi
     text, addrs = item
     t = tep()
     h = t["tep_alloc"]()
@@ -313,7 +314,7 @@ def test_damaged_kallsyms_have_libtraceevents_functions():
 
 
 def _their_comms(item):
-    from deferstitch.tracecmd import _ffi
+    import libtracecmd as _ffi
     text, pids = item
     t = tep()
     h = t["tep_alloc"]()
@@ -361,7 +362,8 @@ def test_a_format_libtraceevent_crashes_on_is_refused_as_the_probe_refuses_it(tm
     child dies of it (one line, exit 2 today); formats.Events raises Crashes at the format."""
     need_bookworm_libtraceevent()
     from deferstitch.errors import FormatError
-    from deferstitch.tracecmd import _ffi, formats
+    import libtracecmd as _ffi
+    from deferstitch.tracecmd import formats
     td = S.deferred(None, build=True)
     fmt = td.systems[0] = copy.copy(td.systems[0])     # not the module's own format
     text = fmt.text()
@@ -375,7 +377,8 @@ def test_a_format_libtraceevent_crashes_on_is_refused_as_the_probe_refuses_it(tm
 
 # -- ownfile.OwnFile: the metadata half of _ffi.Handle, assembled -------------------------------
 def _own_and_theirs(path):
-    from deferstitch.tracecmd import _ffi, ownfile
+    import libtracecmd as _ffi
+    from deferstitch.tracecmd import ownfile
     h = _ffi.Handle(str(path))
     try:
         theirs = _handle_view(h)
@@ -423,7 +426,8 @@ def test_ownfile_opens_a_zlib_v7_file_that_libtracecmd_13_cannot(tmp_path):
     need_bookworm_libtraceevent()
     tool = need_sid_run()
     from deferstitch.errors import DeferstitchError
-    from deferstitch.tracecmd import _ffi, ownfile
+    import libtracecmd as _ffi
+    from deferstitch.tracecmd import ownfile
     S.deferred(tmp_path / "d.dat")
     for compression in ("zlib", "zstd"):
         subprocess.run([tool, "trace-cmd", "convert", "-i", "./d.dat", "-o", "./%s.dat" % compression,

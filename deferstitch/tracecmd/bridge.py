@@ -1,5 +1,5 @@
-"""Trace / Event: a trace.dat (trace-cmd.dat(5), v6 and v7), opened by the installed libtracecmd
-(_ffi.py), its records read by our page reader where it can (pages.py), else by libtracecmd.
+"""Trace / Event: a trace.dat (trace-cmd.dat(5), v6 and v7) opened by us (ownfile.py), its records
+read by our page walker (pages.py: the C walker, else walk.py's), with no library of trace-cmd's.
 
     for ev in Trace("trace.dat"):          # time order across CPUs and buffers, as trace-cmd report
         ev.system, ev.name, ev.pid, ev.comm, ev.cpu, ev.ts, ev.missed
@@ -10,7 +10,7 @@ Every buffer of the file is read: the top one and each instance, each with its o
 CPU number means something only within its buffer). The event formats are the file's, shared.
 
 Fields are decoded here, in Python, from the record's payload and the event format that
-libtraceevent parsed (offset, size, flags); _ffi.py hands over copies, never pointers.
+formats.py parsed as libtraceevent does (offset, size, flags).
 Decoding follows libtraceevent's rules (event-parse.c, tep_print_field / dynamic fields):
 
     __data_loc T[] name;  u32 at field offset: low 16 bits = offset in the record, high 16 = length
@@ -20,11 +20,9 @@ Decoding follows libtraceevent's rules (event-parse.c, tep_print_field / dynamic
 """
 import functools
 import heapq
-import os
 import struct
 
-from . import _ffi, ownfile
-from ..errors import FormatError
+from . import ownfile
 from .formats import (TEP_FIELD_IS_ARRAY, TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATIVE,
                       TEP_FIELD_IS_SIGNED, TEP_FIELD_IS_STRING)
 
@@ -242,40 +240,19 @@ class Event:
 class Trace:
     """An open trace.dat: ``iter(trace)`` yields every Event in time order across CPUs."""
 
-    def __init__(self, path, quiet=True, probe=True):
+    def __init__(self, path):
         self.path = str(path)
-        os.close(_ffi.open_checked(self.path))      # the file's faults before the library's
-        if quiet:
-            _ffi.quiet()
-        # ours where our walker reads the whole file (ownfile.py), else libtracecmd's
-        own = ownfile.open_walked(self.path)
-        if own is None:
-            try:
-                self._file = _ffi.Handle(self.path, probe)
-            except FormatError:     # a compression it lacks (zlib, for libtracecmd 1.3)?
-                own = ownfile.open_walked(self.path, python=True)
-                if own is None:
-                    raise
-        self._file = own or self._file
+        self._file = ownfile.open_file(self.path)
         self.cpus, self.long_size = self._file.cpus, self._file.long_size
         self.endian = ">" if self._file.big_endian else "<"
         self.types = {d.id: EventType(d, self.long_size, self.endian) for d in self._file.events()}
         self.formats_not_parsed = self._file.formats_not_parsed
-        # buffer name -> handle: the top buffer, then the instances in the file's order
-        self.unreadable = []        # FormatErrors of instances libtracecmd could not open
-        if own is not None:
-            self.handles = dict(zip([TOP] + own.instance_names(), own.buffers()))
-            return
-        self.handles = {TOP: self._file}
-        try:
-            for i, name in enumerate(self._file.instance_names()):
-                try:
-                    self.handles[name] = _ffi.Handle(self.path, parent=self._file, index=i)
-                except FormatError as err:      # the other buffers are still read, then this
-                    self.unreadable.append(err)
-        except BaseException:
-            self.close()
-            raise
+        # buffer name -> its records: the top buffer, then the instances in the file's order
+        # (an instance not ours to read is left out, its error raised once the others are read)
+        names = [TOP] + self._file.instance_names()
+        self.handles = {name: b for name, b, (_n, _c, err) in
+                        zip(names, self._file.buffers(), self._file.tables) if err is None}
+        self.unreadable = self._file.unreadable
 
     def feed_args(self):
         """What reader.FtraceFeed wants to know of the file: long size, and the peek at each
@@ -299,12 +276,6 @@ class Trace:
         """A FormatError about the record at data ``offset`` (a file offset unless the file is
         compressed: then the offset goes in the text)."""
         return self._file.error(offset, message)
-
-    def find_type(self, system, name):
-        for t in self.types.values():
-            if t.name == name and (system is None or t.system == system):
-                return t
-        return None
 
     def comm(self, pid):
         return self._file.comm(pid)

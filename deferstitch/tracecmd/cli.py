@@ -33,8 +33,8 @@ COMMANDS = ("report", "script", "folded", "flamegraph")
 
 
 def Trace(path):
-    """The trace.dat at ``path`` (bridge.Trace), loaded by the trace commands only: its
-    ctypes is a few ms of every perf-side command's start-up otherwise."""
+    """The trace.dat at ``path`` (bridge.Trace), loaded by the trace commands only: its import
+    is a few ms of every perf-side command's start-up otherwise."""
     from .bridge import Trace as open_trace
     return open_trace(path)
 

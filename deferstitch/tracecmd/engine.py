@@ -9,7 +9,7 @@ itself only where bridge.Field would take its fast branch; any other field (and 
 record it cannot read whole) it hands to ``_slow`` below, which reads it with the Python feed's
 own code, so a value or a FormatError is the same on both paths. tests/test_tracecmd_engine.py
 holds the two to the same bytes on every trace.dat of the tests. ``DEFERSTITCH_TRACE_FEED=python``
-keeps the Python feed over our page reader; ``DEFERSTITCH_ACCEL=0`` keeps libtracecmd reading.
+keeps the Python feed over the C walker; ``DEFERSTITCH_ACCEL=0`` keeps both in Python (walk.py).
 """
 import os
 from collections import Counter

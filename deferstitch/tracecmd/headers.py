@@ -1,13 +1,8 @@
 """trace.dat metadata (trace-cmd.dat(5), file versions 6 and 7; libtracecmd reads 0-5 as 6),
-walked before libtracecmd reads it: every size the file gives must hold inside the file (or its
-section), every string must end.
-
-libtracecmd 1.3 (Debian's trace-cmd 3.1.6) trusts these sizes. A kallsyms or printk size of
-0xffffffff makes its ``malloc(size + 1)`` a malloc(0), and the read of 4 GiB that follows
-overwrites the heap (tests/data/trace-open-badfree.dat; cmdlines has the same ``+ 1`` on a u64).
-Heap damage need not crash the probe's child (_ffi._probe_open) and then kills us, so the file
-is refused here, with the offset, before the library sees it. Only what libtracecmd reads while
-opening is walked; the ring-buffer pages are pages.py's.
+walked as libtracecmd reads it while opening, every size the file gives held inside the file (or
+its section), every string ended: a damaged size is refused here, with its offset (libtracecmd
+1.3 trusts them: a kallsyms size of 0xffffffff is its malloc(0) and a read of 4 GiB,
+tests/data/trace-open-badfree.dat). The ring-buffer pages are pages.py's.
 
     v6   magic | "6\\0" | endian | long size | page size
          "header_page\\0" u64 size, data | "header_event\\0" u64 size, data

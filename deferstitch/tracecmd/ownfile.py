@@ -1,34 +1,34 @@
-"""A trace.dat opened by us alone, without libtracecmd: its metadata (headers.collect, parsed by
-formats.py as libtraceevent 1.7.1 does), where each buffer's CPU data lies (the flyrecord
-tables), and the records of each buffer read by our page walker (pages.walker).
+"""A trace.dat opened by us, the only reader at run time: its metadata (headers.collect, parsed
+by formats.py as libtraceevent 1.7.1 does), where each buffer's CPU data lies (the flyrecord
+tables), the times its options shift (clock.py), and the records of each buffer read by our page
+walker: the C one (_tracedat.c), else its Python twin (walk.py).
 
-    f = open_walked("trace.dat")        # an OwnFile our walker reads whole, or None
+    f = open_file("trace.dat")          # an OwnFile, or FormatError in one line: what it holds
     f.events(); f.comm(pid); f.function(addr); f.instance_names()
-    f.cpus, f.long_size, f.page_size, f.big_endian, f.compression
+    f.cpus, f.long_size, f.page_size, f.big_endian, f.compression, f.clock
     f.formats_not_parsed, f.common_layout
     f.buffers()                          # [OwnBuffer]: the top buffer, then the instances
 
-bridge.Trace opens a file so wherever it can: no libtracecmd open (nor its probe in a child),
-no libtraceevent parse of every format and of the kallsyms, and files libtracecmd 1.3 cannot
-open (v7 compressed with zlib). It leaves to libtracecmd what is not ours to read: times it
-shifts (the DATE, OFFSET, TIME_SHIFT and TSC2NSEC options), latency data, a buffer whose
-table we do not read as it does, or no walker here (the C module not built, DEFERSTITCH_ACCEL=0,
-no library for the compression).
+What trace-cmd reads and we do not is refused, naming it: latency-format data (`trace-cmd record`
+of a latency tracer: text, not events) and a buffer whose CPU table is not where the flyrecord
+layout puts it.
 """
 import ctypes
+import functools
 import os
 import struct
 
+import errno
+
 from ..errors import FormatError
 from . import formats, headers, pages, walk
-from ._ffi import open_checked
+from .clock import Clock
 
 # compressions libtracecmd's tracecmd_compress_alloc knows (trace-cmd 3.4: zlib and zstd);
 # headers._decompress inflates both
 COMPRESSIONS = ("zstd", "zlib")
 # enum tracecmd_option_id (trace-cmd-private.h)
-OPTION_DATE, OPTION_BUFFER, OPTION_OFFSET, OPTION_CPUCOUNT = 1, 3, 7, 8
-OPTION_TIME_SHIFT, OPTION_TSC2NSEC, OPTION_BUFFER_TEXT = 12, 14, 22
+OPTION_BUFFER, OPTION_CPUCOUNT, OPTION_BUFFER_TEXT = 3, 8, 22
 V6_CPU_ENTRY = 16           # read_cpu_data: u64 offset, u64 size per CPU
 M_MMAP_THRESHOLD, MMAP_THRESHOLD = -3, 128 * 1024     # glibc's malloc.h, its default
 
@@ -46,7 +46,8 @@ def keep_big_blocks_mapped():
 
 class OwnFile:
     """An open trace.dat's metadata, with _ffi.Handle's names and values, and its buffers'
-    CPU data tables (``tables``: [(name, [CpuData]) or None where it is not ours to read])."""
+    CPU data tables (``tables``: [(name, [CpuData], FormatError or None)], the top buffer
+    first; ``unreadable``: the errors of the buffers we do not read)."""
 
     def __init__(self, path):
         keep_big_blocks_mapped()
@@ -85,13 +86,16 @@ class OwnFile:
         # read when a kernel address is first named (`trace report` names none)
         self._kallsyms, self._kallsyms_text = None, meta.kallsyms
         self._cmdlines = formats.Cmdlines(meta.cmdlines)
-        self._instances = _instance_names(meta)
+        self._instances = _instance_names(meta.options)
         self.options = meta.options
-        self.shifted = _shifts_times(meta)
+        self.clock = Clock.of(meta.options, meta.big_endian, path)     # None: times as stored
         self.tables = _tables(self, meta)
+        if len(self.tables) != len(self._instances) + 1:
+            raise FormatError(path, None, "%d buffers of data for %d named instances: a BUFFER "
+                              "option without a name" % (len(self.tables), len(self._instances)))
+        self.unreadable = [err for _n, _c, err in self.tables if err is not None]
         # tracecmd_cpus: max_cpu, the header's (or CPUCOUNT's) count raised by a buffer's
-        top = self.tables[0][1] if self.tables and self.tables[0] is not None else ()
-        self.cpus = max(_cpus(meta), len(top))
+        self.cpus = max(_cpus(meta), len(self.tables[0][1]))
 
     @property
     def fd(self):
@@ -119,23 +123,17 @@ class OwnFile:
         """The names of the file's buffer instances (``-B NAME``), in the file's order."""
         return list(self._instances)
 
-    def walkable(self, python=False):
-        """Our walker reads every buffer as libtracecmd would: no times to shift, a table of
-        ours for each buffer, and a walker here for its data: the C one, or with ``python``
-        walk.py's."""
-        if self.shifted or not self.tables or any(t is None for t in self.tables) \
-                or len(self.tables) != len(self._instances) + 1:
-            return False
-        if python:
-            return self.compression is None or walk.decompressor(self.compression)
-        return pages.available() and pages.accel_allowed() and (
-            self.compression is None or pages.can_decompress(self.compression))
+    def c_walks(self):
+        """The C walker reads this file: built and allowed, its decompressor here, and no time
+        to shift (clock.py is Python's alone: walk.py's walker shifts)."""
+        return (self.clock is None and pages.available() and pages.accel_allowed() and (
+            self.compression is None or pages.can_decompress(self.compression)))
 
     def buffers(self):
         """[OwnBuffer]: the top buffer, then the instances in the file's order."""
         out, start = [], self.page_size
-        for name, cpus in self.tables:
-            out.append(OwnBuffer(self, name, cpus, start, self.python))
+        for name, cpus, _err in self.tables:
+            out.append(OwnBuffer(self, name, cpus, start, self.python, top=not out))
             # each instance's offsets go on from where the top buffer's end (it copies the top
             # handle, its next offset with it: tracecmd_buffer_instance_handle)
             start = out[0].next_start
@@ -155,7 +153,7 @@ class OwnBuffer(pages.WalkedBuffer):
     """One buffer of an OwnFile, its records read by our walker: what bridge.Trace and the C
     feed take from a buffer handle (pages.WalkedBuffer)."""
 
-    def __init__(self, owner, name, cpus, start, python=False):
+    def __init__(self, owner, name, cpus, start, python=False, top=True):
         self.path, self.owner, self.name = owner.path, owner, name
         self.file_size, self.page_size = owner.file_size, owner.page_size
         self.long_size, self.big_endian = owner.long_size, owner.big_endian
@@ -172,8 +170,12 @@ class OwnBuffer(pages.WalkedBuffer):
             self.extents = {i: (starts[c.cpu], sum(n for _o, _z, n in c.chunks))
                             for i, c in enumerate(cpus) if c.cpu in starts}
         self._ids = {i: c.cpu for i, c in enumerate(cpus)}
+        clock = None
+        if owner.clock is not None:     # shifted by the CPU's index, as libtracecmd's cpu_data
+            index = {c.cpu: i for i, c in enumerate(cpus)}
+            clock = functools.partial(_shift, owner.clock.shift, index, top)
         try:
-            self._walk, self._unreadable = pages.walker(self, self._ids, python), None
+            self._walk, self._unreadable = pages.walker(self, self._ids, python, clock), None
         except FormatError as err:  # no page can be read: no record is, the error at the first
             self._walk, self._unreadable = None, err
 
@@ -205,42 +207,102 @@ class OwnBuffer(pages.WalkedBuffer):
         self._walk = None
 
 
-def open_walked(path, python=False):
-    """The trace.dat at path opened by us, where our walker reads all of it (OwnFile.walkable),
-    else None: libtracecmd opens it. With ``python``, read by walk.py's walker: for a compressed
-    file that libtracecmd could not open (a compression it was built without)."""
-    if not python and not (pages.available() and pages.accel_allowed()):
-        return None                     # no C walker here: not worth reading the metadata
+def open_checked(path, magic=True):
+    """A descriptor of the trace.dat at path: a file we cannot open says why in the system's
+    words, an empty file or another format says so, all as the perf side says it of a perf.data."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        if os.path.isdir(path):
+            os.close(fd)
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+    except OSError as err:
+        raise FormatError(path, None, err.strerror or str(err)) from None
+    head = os.pread(fd, len(headers.MAGIC), 0) if magic else headers.MAGIC
+    if head != headers.MAGIC:
+        os.close(fd)
+        raise FormatError(path, 0, "not a trace.dat file (magic %r)" % head if head
+                          else "empty file, not a trace.dat")
+    return fd
+
+
+def open_file(path):
+    """The trace.dat at path opened by us, its records walked by the C walker where it reads
+    them (OwnFile.c_walks), else by walk.py's; what we do not read is a FormatError."""
     f = OwnFile(path)
-    if f.walkable(python) and (not python or f.compression is not None):
-        f.python = python
+    try:
+        if f.compression is not None and not f.c_walks() and not walk.decompressor(f.compression):
+            raise FormatError(path, None, "its data is compressed with %s, and no %s module is "
+                              "here to read it (pip install zstandard)" % (f.compression,
+                                                                          f.compression))
+        f.python = not f.c_walks()
         return f
-    f.close()
-    return None
+    except BaseException:
+        f.close()
+        raise
+
+
+def _shift(shift, index, top, ts, cpu):
+    """The walker's clock: a record's time as trace-cmd shows it (clock.Clock.shift)."""
+    return shift(ts, index.get(cpu, cpu), top)
 
 
 def _tables(f, meta):
-    """[(buffer name, [CpuData]) or None] for the top buffer and each instance: v7's from the
-    BUFFER options (headers.flyrecord), v6's in line after "flyrecord" (read_cpu_data); None
-    for a buffer that is not ours to read (latency data, an options block before its table)."""
+    """[(buffer name, [CpuData], error)] for the top buffer and each instance: v7's from the
+    BUFFER options (headers.flyrecord), v6's in line after "flyrecord" (read_cpu_data). A buffer
+    that is not ours to read (latency data, a table not where the flyrecord layout puts it) has
+    no CPUs and its FormatError: the other buffers are read first, as trace-cmd reads the
+    instances it can open. The top buffer's is raised here: nothing else would be read."""
     if f.version >= headers.FILE_VERSION_SECTIONS:
         fly = headers.flyrecord(f.path, f._fd, meta)
         if fly is None:
-            return None
+            raise FormatError(f.path, None, "an options section is compressed with %s, and no "
+                              "%s module is here to read it (pip install zstandard)"
+                              % (f.compression, f.compression))
         top = [b for b in fly if b.name == ""]
-        out = [(b.name, b.cpus) if b.cpus is not None and b.compression == f.compression
-               else None for b in top[:1] + [b for b in fly if b.name != ""]]
-        return out if top else None
+        if not top:
+            raise FormatError(f.path, None, "no BUFFER option names the top buffer's data: "
+                              "no flyrecord to read")
+        out = []
+        for b in top[:1] + [b for b in fly if b.name != ""]:
+            err = None
+            if b.cpus is None:
+                err = _latency(f, b.section, b.name)
+            elif b.compression != f.compression:
+                err = FormatError(f.path, b.section, "buffer %s's data is %s, where the file "
+                                  "says %s: not a layout trace-cmd writes"
+                                  % (_named(b.name), b.compression or "not compressed",
+                                     f.compression or "not compressed"))
+            out.append((b.name, [] if err else b.cpus, err))
+        if out[0][2] is not None:
+            raise out[0][2]
+        return out
     if meta.data_kind != b"flyrecord":
-        return None
-    out = [("", _v6_table(f, meta.data_at, meta.cpus or 0))]
+        raise _latency(f, meta.data_at - 10, "")
+    out = [("", _v6_table(f, meta.data_at, meta.cpus or 0), None)]
     for oid, _at, data in meta.options:
         if oid == OPTION_BUFFER and len(data) > 8:
             at = struct.unpack_from((">" if f.big_endian else "<") + "Q", data)[0]
             kind = os.pread(f._fd, 10, at)
-            out.append(("", _v6_table(f, at + 10, meta.cpus or 0))
-                       if kind == b"flyrecord\0" else None)
+            name = (_instance_names([(oid, _at, data)]) or [""])[0]
+            if kind == b"flyrecord\0":
+                out.append((name, _v6_table(f, at + 10, meta.cpus or 0), None))
+            elif kind.startswith(b"latency"):
+                out.append((name, [], _latency(f, at, name)))
+            else:
+                out.append((name, [], FormatError(
+                    f.path, at, "buffer %s's data begins with %r, not 'flyrecord': no CPU data "
+                    "to read there" % (_named(name), kind))))
     return out
+
+
+def _named(name):
+    return repr(name) if name else "top"
+
+
+def _latency(f, at, name):
+    return FormatError(f.path, at, "buffer %s holds latency-format data (the text of a latency "
+                       "tracer, no ring-buffer events): deferstitch reads flyrecord data; "
+                       "`trace-cmd report` shows it" % _named(name))
 
 
 def _v6_table(f, at, cpus):
@@ -263,22 +325,11 @@ def _v6_table(f, at, cpus):
     return out
 
 
-def _shifts_times(meta):
-    """libtracecmd would shift the records' times (trace-input.c handle_options, tsc2nsec):
-    a DATE option with an offset, OFFSET (--ts-offset), TIME_SHIFT (a guest's), TSC2NSEC."""
-    for oid, _at, data in meta.options:
-        if oid in (OPTION_OFFSET, OPTION_TIME_SHIFT, OPTION_TSC2NSEC):
-            return True
-        if oid == OPTION_DATE and data.rstrip(b"\0").strip() not in (b"", b"0", b"0x0"):
-            return True
-    return False
-
-
-def _instance_names(meta):
+def _instance_names(options):
     """handle_buffer_option: each BUFFER (and v7 BUFFER_TEXT) option, u64 offset then its name;
     the one with an empty name is the top buffer (v7), not an instance."""
     names = []
-    for oid, _at, data in meta.options:
+    for oid, _at, data in options:
         if oid in (OPTION_BUFFER, OPTION_BUFFER_TEXT) and len(data) > 8:
             nul = data.find(b"\0", 8)
             if nul > 8:

@@ -1,22 +1,18 @@
-"""The ring-buffer pages of a trace.dat buffer read by us (deferstitch/_tracedat.c), every page
-checked before anything reads it.
+"""The ring-buffer pages of a trace.dat buffer read by us (deferstitch/_tracedat.c, or its twin
+walk.py), every page checked before anything reads it.
 
-    walker(handle)  a _tracedat.Walker over the handle's CPUs: its records in time order, as
-                    libtracecmd gives them, or None (the module not built, compressed data whose
-                    chunk table is not ours or whose library is not here)
-    plan(handle)    the walk of every CPU alone to its end, before libtracecmd reads a page:
-                    {cpu index: Budget(records, damage)}; libtracecmd is then asked for no more
-                    than `records` of that CPU, so it never loads a page we found damaged. The
-                    C walker's scan where it is built and allowed, else its Python twin (walk.py,
-                    the definition the C one is held to): checked on both paths
+    walker(handle)  a Walker over the handle's CPUs: its records in time order, as trace-cmd
+                    report gives them, or None where the buffer holds no CPU data
+    scan(handle)    each CPU walked alone to its end: its good records and its damage (the tests
+                    hold the C walker's to walk.py's with it)
 
-Both readers stop at the same point: a CPU's damage is raised when its next record is taken
-up, right after its last good one was handed out (bridge.Trace reports what came before).
+A CPU's damage is raised when its next record is taken up, right after its last good one was
+handed out (bridge.Trace reports what came before).
 
 Compressed CPU data (trace-cmd v7, zstd or zlib) is walked over its chunk table
 (headers.flyrecord), one chunk decompressed at a time, its offsets counting the decompressed
 data from where libtracecmd puts each CPU's (handle.extents), so that records carry the offsets
-libtracecmd gives them.
+`trace-cmd report` gives them.
 """
 import os
 
@@ -25,7 +21,7 @@ from . import walk
 
 try:
     from .. import _tracedat
-except ImportError:         # no compiler at install: walk.py checks the pages for libtracecmd
+except ImportError:         # no compiler at install: walk.py reads the pages
     _tracedat = None
 
 
@@ -56,38 +52,30 @@ if _tracedat is not None:
 MAX_PAGES_HELD = 1 << 30     # bytes: one page of every CPU is held while their records merge
 
 
-class Budget:
-    """What the walk found on one CPU: good records, then damage (offset, why) or None."""
-
-    __slots__ = ("cpu", "records", "damage", "first")
-
-    def __init__(self, cpu, records, damage, first):
-        self.cpu, self.records, self.damage, self.first = cpu, records, damage, first
-
-
 def available():
     return _tracedat is not None
 
 
 def accel_allowed():
-    """DEFERSTITCH_ACCEL=0 keeps libtracecmd reading the pages (the definition)."""
+    """DEFERSTITCH_ACCEL=0 keeps walk.py reading the pages (the definition)."""
     return os.environ.get("DEFERSTITCH_ACCEL") != "0"
 
 
-def walker(handle, cpu_ids=None, python=False):
-    """A Walker over the handle's CPU data, or None where we cannot read it: the C one, or
-    with ``python`` its twin in walk.py (slower: for where neither the C module nor
-    libtracecmd reads the file)."""
+def walker(handle, cpu_ids=None, python=False, clock=None):
+    """A Walker over the handle's CPU data, or None where it holds none: the C one, or with
+    ``python`` its twin in walk.py (where the C module is not built or not allowed, or times
+    are shifted: ``clock(ts, cpu)``, clock.py)."""
+    if clock is not None and not python:
+        raise ValueError("only walk.py's walker shifts times")
     if (_tracedat is None and not python) or not _readable(handle):
         return None
-    got = _layout(handle, use_c=not python)
-    if got is None:
-        return None
-    cpus, compression = got
+    cpus, compression = _layout(handle, use_c=not python)
     cpus = [((cpu_ids or {}).get(c[0], c[0]),) + tuple(c[1:]) for c in cpus]
-    make = walk.Walker if python else _tracedat.Walker
-    return make(handle.fd, handle.file_size, handle.page_size, handle.long_size,
-                handle.big_endian, handle.common_layout, cpus, compression)
+    if python:
+        return walk.Walker(handle.fd, handle.file_size, handle.page_size, handle.long_size,
+                           handle.big_endian, handle.common_layout, cpus, compression, clock)
+    return _tracedat.Walker(handle.fd, handle.file_size, handle.page_size, handle.long_size,
+                            handle.big_endian, handle.common_layout, cpus, compression)
 
 
 def is_c_walker(w):
@@ -108,28 +96,25 @@ def _decompressor(name, use_c):
 def _layout(handle, use_c):
     """(cpus, compression) as the walkers take them: [(index, first, size)] of file offsets, or
     for compressed data [(index, first, size, chunks, tail)], first where libtracecmd counts that
-    CPU's decompressed data from, chunks and tail from its chunk table (headers.flyrecord); None
-    where the data is not ours to walk: no table of ours (a v6 layout, an options section we
-    cannot decompress), one that libtracecmd counts otherwise, or no decompressor here."""
+    CPU's decompressed data from, chunks and tail from its chunk table (headers.flyrecord). Data
+    we cannot walk (no decompressor here, a chunk table that does not cover the data trace-cmd
+    reads) is a FormatError, never a buffer read as empty."""
     if handle.compression is None:
         return [(i, first, size) for i, (first, size) in sorted(handle.extents.items())], None
     fly, name = getattr(handle, "flyrecord", None), handle.compression
-    if fly is None or fly.compression != name or not _decompressor(name, use_c):
-        return None
-    listed = fly.cpus or []             # by index, as libtracecmd's cpu_data (the option's order)
+    if not _decompressor(name, use_c):
+        raise FormatError(handle.path, None, "its data is compressed with %s, and no %s "
+                          "library or module is here to read it" % (name, name))
+    listed = fly.cpus if fly is not None and fly.compression == name else []
     out = []
     for i, (first, size) in sorted(handle.extents.items()):
         c = listed[i] if i < len(listed) else None
-        if c is None or c.chunks is None:
-            return None
-        total = sum(length for _off, _zsize, length in c.chunks)
-        if c.damage is None and total != size:
-            return None                 # libtracecmd reads another table than ours
+        total = None if c is None or c.chunks is None else sum(n for _o, _z, n in c.chunks)
+        if total is None or (c.damage is None and total != size):
+            raise FormatError(handle.path, None, "CPU index %d's compressed data has no chunk "
+                              "table that covers it: not a layout trace-cmd writes" % i)
         tail = None if c.damage is None else (first + total, c.damage[1])
         out.append((i, first, size, c.chunks, tail))
-    if any(c.chunks and any(length for _o, _z, length in c.chunks)
-           for i, c in enumerate(listed) if i not in handle.extents):
-        return None                     # data libtracecmd does not show
     return out, name
 
 
@@ -161,8 +146,7 @@ def _header_offset(path):
 def scan(handle, use_c=None):
     """Each CPU of the handle walked alone to its end: [(cpu index, good records, damage or
     None, first record (ts, offset) or None)], by the C walker (use_c True, or None: when built
-    and allowed) or its Python twin (walk.py, the definition); None where the data is not ours
-    to walk (no CPUs, compressed data _layout() leaves to libtracecmd)."""
+    and allowed) or its Python twin (walk.py, the definition); None where it holds no CPU data."""
     if not _readable(handle):
         return None
     if use_c is None:
@@ -171,31 +155,15 @@ def scan(handle, use_c=None):
     if use_c:
         w = walker(handle)
         return None if w is None else w.scan()
-    got = _layout(handle, use_c=False)
-    if got is None:
-        return None
-    cpus, compression = got
+    cpus, compression = _layout(handle, use_c=False)
     return walk.scan(handle.fd, handle.file_size, handle.page_size, handle.long_size,
                      handle.big_endian, handle.common_layout[4], cpus, compression)
-
-
-def plan(handle):
-    """{cpu index: Budget} from one walk of each CPU alone (scan()), or None (no CPUs, data
-    left to libtracecmd): the C walker where it is built and allowed, else the Python one, so that
-    libtracecmd is handed no page found damaged on either path."""
-    got = scan(handle)
-    if got is None:
-        return None
-    indexes = sorted(handle.extents)
-    return {i: Budget(i, n, damage, first)
-            for i, (_id, n, damage, first) in zip(indexes, got)}
 
 
 class WalkedBuffer:
     """The reading of a buffer whose pages our walker reads: its records, its peek at a CPU's
     next record, the count and the errors, as bridge.Trace and the C feed (engine.py) take them
-    from a buffer handle: libtracecmd's (_ffi.Handle, where the walker agrees with it) or our own
-    (ownfile.OwnBuffer). The handle holds ``path``, ``fd``, ``file_size``, ``compression``,
+    from a buffer (ownfile.OwnBuffer). The buffer holds ``path``, ``fd``, ``file_size``, ``compression``,
     ``records``, ``_walk`` (the Walker, or None) and ``_ids`` ({cpu index: the CPU number its
     records carry})."""
 
@@ -224,7 +192,7 @@ class WalkedBuffer:
 
     @property
     def walker(self):
-        """Our page reader's walker over this buffer (walker()), or None: libtracecmd reads."""
+        """Our page reader's walker over this buffer (walker()), or None: it holds no CPU data."""
         return self._walk
 
     def walker_cpus(self):
@@ -253,12 +221,8 @@ class WalkedBuffer:
                            % (offset, self.compression, message))
 
     def _unchanged(self):
-        """The file has not shrunk since it was opened: a page past the new end would be a
-        short read (ours), SIGBUS (libtracecmd maps an uncompressed file's pages) or a silent
-        end of data (its compressed ones). Checked before each record where libtracecmd reads an
-        uncompressed file (a cut takes away the page being read too), else before going on after
-        a record that began a new page, as an fstat costs a quarter of the read time. A cut
-        made between the check and the read can still win."""
+        """The file has not shrunk since it was opened: damage met after a cut is the cut's
+        (said so, with the new size), not the pages'."""
         size = os.fstat(self.fd).st_size
         if size < self.file_size:
             raise FormatError(self.path, size, "the file was cut from %d to %d bytes while it was "

@@ -43,7 +43,7 @@ class _Trace:
         from .outputs import Namer, stack_block, user_stack_text
         from .reader import FtraceFeed
         try:
-            with Trace(self.path, probe=False) as trace:   # trace-cmd opened it already
+            with Trace(self.path) as trace:
                 namer = Namer(trace)
                 now = [None]            # the event being fed
 

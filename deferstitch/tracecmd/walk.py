@@ -1,6 +1,6 @@
-"""The page walker's checks in Python: the definition deferstitch/_tracedat.c's walker_scan is
-held to (tests/test_tracecmd_pywalk.py), and what pages.plan() uses where the C module was not
-built (or DEFERSTITCH_ACCEL=0), so that libtracecmd is never handed a page found damaged.
+"""The page walker in Python: the definition deferstitch/_tracedat.c's walker is held to
+(tests/test_tracecmd_pywalk.py), and the reader of every file where the C module was not built
+(or DEFERSTITCH_ACCEL=0) or whose times are shifted (clock.py).
 
     scan(fd, file_size, page_size, long_size, big_endian, common_end, cpus, compression=None)
         cpus: [(cpu id, first, size), ...] (file offsets); gives, per CPU walked alone to its
@@ -188,15 +188,19 @@ class Damaged(Exception):
 
 
 class _Cpu:
-    __slots__ = ("id", "records_of", "head", "damage", "records")
+    __slots__ = ("id", "records_of", "head", "damage", "records", "clock")
 
-    def __init__(self, cpu_id, records_of):
+    def __init__(self, cpu_id, records_of, clock=None):
         self.id, self.records_of, self.head, self.damage, self.records = cpu_id, records_of, None, None, 0
+        self.clock = clock
 
     def advance(self):
-        """The CPU's next record held in head (None at its end or at damage, kept)."""
+        """The CPU's next record held in head (None at its end or at damage, kept), its time
+        shifted by the clock if there is one: the merge of the CPUs then orders shown times."""
         try:
             self.head = next(self.records_of)
+            if self.clock is not None:
+                self.head = (self.clock(self.head[0], self.id),) + self.head[1:]
         except StopIteration:
             self.head = None
         except _Damage as d:
@@ -210,11 +214,14 @@ class Walker:
 
         Walker(fd, file_size, page_size, long_size, big_endian,
                (type offset, type size, pid offset, pid size, end of the common fields),
-               [(cpu id, first, size) or (cpu id, first, size, chunks, tail)], compression)
+               [(cpu id, first, size) or (cpu id, first, size, chunks, tail)], compression,
+               clock)
+
+    ``clock(ts, cpu id)``: the time shown for a record's stored time (clock.py), or None.
     """
 
     def __init__(self, fd, file_size, page_size, long_size, big_endian, common_layout, cpus,
-                 compression=None):
+                 compression=None, clock=None):
         if page_size < 32 or page_size > 1 << 26 or long_size not in (4, 8):
             raise ValueError("page size %d / long size %d" % (page_size, long_size))
         if compression is not None and (compression not in ("zstd", "zlib")
@@ -235,7 +242,7 @@ class Walker:
                 end = first + total if first <= (1 << 63) - 1 - total else first
                 page = _ChunkPages(fd, page_size, first, chunks, compression)
             c = _Cpu(cpu_id, _records(page, page_size, long_size, big_endian, common_layout[4],
-                                      first, end, tail))
+                                      first, end, tail), clock)
             c.advance()
             self._cpus.append(c)
 
