@@ -6,7 +6,6 @@ import json
 import lzma
 import os
 import pty
-import shutil
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES, ROOT, TREE, capture, need_rig, run_cli
+from conftest import CAPTURES, ROOT, TREE, capture, run_cli
 
 TRACE = CAPTURES / "ftrace" / "trace-userstacktrace.dat"
 
@@ -168,20 +167,16 @@ def test_trace_quiet_is_an_option_and_changes_no_output(tmp_path):
 
 
 def test_trace_quiet_silences_the_format_warning(tmp_path):
-    """libtraceevent 1.9 (trace-cmd 3.4, in the sid chroot) drops an event format it cannot
-    parse, and says so in one warning line; -q leaves it out."""
-    sid_run = need_rig("sid-run", "sid")
+    """An event format that does not parse (no ID: libtraceevent drops it, and so do we) is one
+    warning line; -q leaves it out."""
     import tracecmd_synth as S
     data = bytearray(S.deferred(tmp_path / "ok.dat").read_bytes())
-    at = data.index(b"format:", data.index(b"name: user_unwind_cookie"))
-    data[at:at + 7] = b"formXt:"
+    at = data.index(b"ID:", data.index(b"name: workqueue_execute_start"))
+    data[at:at + 3] = b"XD:"
     (tmp_path / "bad.dat").write_bytes(bytes(data))
-    shutil.copytree(ROOT / "deferstitch", tmp_path / "deferstitch",       # seen in the chroot
-                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
 
     def run(*args):
-        return subprocess.run([sid_run, "python3", "-m", "deferstitch", "trace", "report", "bad.dat",
-                               "--json", *args], cwd=tmp_path, capture_output=True)
+        return run_cli("trace", "report", tmp_path / "bad.dat", "--json", *args)
     loud, quiet = run(), run("-q")
     assert loud.returncode == 0 and "did not parse" in loud.stderr.decode(), loud.stderr
     assert quiet.returncode == 0 and quiet.stderr == b"", quiet.stderr
