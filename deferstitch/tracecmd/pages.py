@@ -20,6 +20,7 @@ libtracecmd gives them.
 """
 import os
 
+from .. import inflate
 from ..errors import FormatError
 from . import walk
 
@@ -29,28 +30,10 @@ except ImportError:         # no compiler at install: walk.py checks the pages f
     _tracedat = None
 
 
-def _hand_codecs():
-    """libzstd's ZSTD_decompress and ZSTD_isError and zlib's uncompress, found with ctypes and
-    handed to the C walker by address (0: that library is not here). ctypes loads them with
-    Python's own dlopen: the C module links none (glibc 2.34 gave dlopen a new version, which
-    would raise its wheel's manylinux tag)."""
-    import ctypes
-
-    def find(lib, *names):
-        try:
-            h = ctypes.CDLL(lib)
-            return [ctypes.cast(getattr(h, n), ctypes.c_void_p).value or 0 for n in names]
-        except (OSError, AttributeError):
-            return [0] * len(names)
-    zd, ze = find("libzstd.so.1", "ZSTD_decompress", "ZSTD_isError")
-    (zu,) = find("libz.so.1", "uncompress")
-    _tracedat.codecs(zd, ze, zu)
-
-
 if _tracedat is not None and not hasattr(_tracedat, "codecs"):
     _tracedat = None        # built from older sources (a stale in-place build): not this one's
 if _tracedat is not None:
-    _hand_codecs()
+    _tracedat.codecs(*inflate.c_codecs())
 
 
 MAX_PAGES_HELD = 1 << 30     # bytes: one page of every CPU is held while their records merge
