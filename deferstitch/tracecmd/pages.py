@@ -53,7 +53,8 @@ def available():
 
 
 def accel_allowed():
-    """DEFERSTITCH_ACCEL=0 keeps libtracecmd reading the pages (the definition)."""
+    """DEFERSTITCH_ACCEL=0 keeps libtracecmd reading the pages (the definition); =require
+    is allowed, and engine.feed makes a run the C path cannot take an error."""
     return os.environ.get("DEFERSTITCH_ACCEL") != "0"
 
 
