@@ -45,7 +45,6 @@ enum { F_ABSENT, F_SLOW, F_SCALAR, F_STATIC, F_DYNAMIC, F_STRING, F_DYNSTRING };
 /* the anomalies counted here (engine.py ANOMALIES, same order) */
 enum { A_NOTYPE, A_NOCOUNT, A_KS_ALONE, A_COOKIE_ALONE, A_USTACK_ALONE, A_NO_INODE, A_NO_KEY,
        NANOM };
-#define MAX_NEST 4
 #define MAX_ENTRIES 64
 #define BATCH 2048
 
