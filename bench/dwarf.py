@@ -15,7 +15,7 @@ dwarf-medium, dwarf-large; dwarf-python: a CPython built with -g running json/re
                                addr2line child (2x slower, and GCC clones named otherwise)
 
 Before timing, a names check: our `script --max-stack 1024` against perf 7.2's text, frame for
-frame (tests/perf_text.py, as tests/test_lang_captures.py compares). Rows run once per round,
+frame (tests/perf_text.py compare_frames, as the capture tests compare). Rows run once per round,
 rounds interleaved (--repeat, default 3); a row slower than SLOW seconds, or one that failed or
 timed out (--timeout), is not run again. Peak RSS is GNU time's %M: the largest process of the
 tree (for perf, perf itself or an addr2line it started, whichever is larger: not their sum).
@@ -27,14 +27,13 @@ import os
 import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import dwarfgen                             # noqa: E402
-from perf_text import parse_script          # noqa: E402
+from perf_text import compare_frames, parse_script  # noqa: E402
 
 SID_PERF = ROOT / "tools" / "sid-perf"
 NAMES = list(dwarfgen.SIZES) + ["python"]
@@ -93,31 +92,16 @@ def names_check(cache, d, timeout):
         texts.append(p.stdout.decode(errors="replace"))
         (cache / d / ("%s-script.txt" % ("ours" if texts[1:] else "perf72"))).write_bytes(p.stdout)
     theirs, mine = parse_script(texts[0], inlined=True), parse_script(texts[1], inlined=True)
-    bad, first, frames, inlined, discarded = Counter(), [], 0, 0, 0
-    if theirs.keys() != mine.keys():
-        bad["samples"] = len(theirs.keys() ^ mine.keys())
-    for key in sorted(theirs.keys() & mine.keys()):
-        pf, of = theirs[key][1], mine[key][1]
-        if not pf and of:
-            discarded += 1      # a stray value in the chain: perf drops every frame, we keep them
-            continue
-        if len(pf) != len(of):
-            bad["length"] += 1
-            first.append((key, pf, of))
-            continue
-        for p, o in zip(pf, of):
-            frames += 1
-            inlined += p[2] == "inlined"
-            if p != o:
-                bad["inlined" if "inlined" in (p[2], o[2]) else "name"] += 1
-                first.append((key, p, o))
+    bad, first, frames, inlined = compare_frames(
+        theirs, mine, lambda p, o: "inlined" if "inlined" in (p[2], o[2]) else "name", first_max=5)
+    discarded = bad.pop("perf-discarded-chain", 0)      # perf drops every frame, we keep them
     what = "%d samples, %d frames (%d inlined)" % (len(theirs), frames, inlined)
     if discarded:
         what += "; %d samples whose chain perf discarded, ours kept" % discarded
     if not bad:
         return "names as perf 7.2's: every frame (%s)" % what, []
     return ("names NOT as perf 7.2's: %s differ (%s)" % (", ".join("%d %s" % (n, k) for k, n in bad.items()),
-                                                         what), first[:5])
+                                                         what), first)
 
 
 def main(args, measure, spread, fmt_table, cache):

@@ -9,6 +9,7 @@ import sys
 
 def run():
     try:
+        sys.modules[__package__].main_program = True      # the process is ours: __init__.py
         from .cli import main
         status = main()
     except KeyboardInterrupt:

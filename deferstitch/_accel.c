@@ -56,28 +56,7 @@ typedef struct Engine Engine;
 #define SC_CTX Engine
 #include "_stitchcore.h"      /* and _twin.h: the outcome keys, KEEP_FIRST, the modes */
 
-/* uapi record types (include/uapi/linux/perf_event.h, tools/lib/perf/include/perf/event.h) */
-#define T_MMAP 1
-#define T_LOST 2
-#define T_COMM 3
-#define T_EXIT 4
-#define T_FORK 7
-#define T_SAMPLE 9
-#define T_MMAP2 10
-#define T_LOST_SAMPLES 13
-#define T_KSYMBOL 17
-#define T_DEFERRED 22
-#define T_USER_START 64
-#define T_HEADER_ATTR 64
-#define T_TRACING_DATA 66
-#define T_FINISHED_ROUND 68
-#define T_ID_INDEX 69
-#define T_AUXTRACE_INFO 70
-#define T_AUXTRACE 71
-#define T_EVENT_UPDATE 78
-#define T_HEADER_FEATURE 80
-#define T_COMPRESSED 81
-#define T_COMPRESSED2 83
+/* the record types (T_*) are _twin.h's, held to abi/consts.py */
 
 #define CTX_DEFERRED ((uint64_t)-640)
 #define CTX_USER ((uint64_t)-512)

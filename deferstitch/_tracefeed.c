@@ -45,7 +45,6 @@ enum { F_ABSENT, F_SLOW, F_SCALAR, F_STATIC, F_DYNAMIC, F_STRING, F_DYNSTRING };
 /* the anomalies counted here (engine.py ANOMALIES, same order) */
 enum { A_NOTYPE, A_NOCOUNT, A_KS_ALONE, A_COOKIE_ALONE, A_USTACK_ALONE, A_NO_INODE, A_NO_KEY,
        NANOM };
-#define MAX_NEST 4
 #define MAX_ENTRIES 64
 #define BATCH 2048
 
@@ -346,7 +345,7 @@ static PyObject *slow(Feed *f, int kind, PyObject *rec) {
 
 /* The kernel stacks seen, by their raw callers: one tuple each, shared by every sample of that
  * stack, so a sample waiting in the FIFO holds a reference instead of its own tuple of ~16 ints
- * (issue 34: 400 bytes a waiting sample). At most KC_MAX stacks, then the table starts over:
+ * (400 bytes a waiting sample otherwise). At most KC_MAX stacks, then the table starts over:
  * its memory stays bounded whatever the file (values are equal either way: outputs unchanged). */
 #define KC_SLOTS 8192
 #define KC_MAX (KC_SLOTS / 2)
@@ -1215,7 +1214,7 @@ static int unwind_stack(Feed *f, Buf *b, const TypeInfo *ti, Rec *r) {   /* Ftra
     }
     /* one tuple for equal frames (each made and named above as before, so the counts are the
      * same): a sample waiting in the FIFO refers to it instead of holding its own ~1 KB of
-     * pairs (issue 34); at most UC_MAX kept, then started over */
+     * pairs; at most UC_MAX kept, then started over */
     if (!f->ucache && !(f->ucache = PyDict_New()))
         goto out;
     if (PyDict_GET_SIZE(f->ucache) >= UC_MAX)

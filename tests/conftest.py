@@ -43,7 +43,7 @@ USER_STATE_VARS = ("PERF_CONFIG", "PERF_BUILDID_DIR", "DEBUGINFOD_URLS",
 
 
 def own_home():
-    """Give this process and every command it starts an empty HOME of its own (issue 41), at
+    """Give this process and every command it starts an empty HOME of its own, at
     import, before any test module reads HOME: what the user recorded or cached (~/.debug,
     ~/.perfconfig, ~/.cache) then names no frame. The rig's chroot and the toolchains keep theirs."""
     for var, name in TOOL_HOMES.items():

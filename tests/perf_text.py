@@ -1,5 +1,8 @@
-"""Parse `perf script -F tid,time,ip` text (any perf version) into (tid, usec, ips) samples."""
+"""Parse perf script's text (any perf version): `-F tid,time,ip` into (tid, usec, ips) samples,
+`-D` dumps, the default layout and `-F` fields; compare_frames holds ours to perf's, frame
+for frame."""
 import re
+from collections import Counter
 
 HEAD = re.compile(r"^\s*(-?\d+)\s+(\d+)\.(\d+):")
 
@@ -79,6 +82,48 @@ def strip_unmerged_cookie(frames):
     if frames and frames[-1][-1] == "[unknown]" and all(f[-1] == "[kernel.kallsyms]" for f in frames[:-1]):
         return frames[:-1]
     return frames
+
+
+def compare_frames(theirs, mine, kind, excused=(), first_max=8, comm=False):
+    """perf's frames against ours, sample by sample, from parse_script of each: (Counter of
+    differences by kind, the first few (key, perf's, ours), frames compared, of them inlined).
+    perf's own quirks are counted under their names: "perf-left-unmerged" (its cookie frame
+    after kernel frames only: that part compared) and "perf-discarded-chain" (no frame where
+    we have some: a stray context value). kind(p, o) names the bucket of a differing frame;
+    those in ``excused`` are not shown in the first few. ``comm``: header lines compared too.
+    A sample one side lacks counts in "samples"."""
+    bad, first, frames, inlined = Counter(), [], 0, 0
+
+    def differ(what, key, a, b, show=True):
+        bad[what] += 1
+        if show and len(first) < first_max:
+            first.append((key, a, b))
+    if theirs.keys() != mine.keys():
+        bad["samples"] = len(theirs.keys() ^ mine.keys())
+    for key, (head, pf) in theirs.items():
+        if key not in mine:
+            continue
+        mhead, of = mine[key]
+        if comm and head != mhead:
+            differ("comm", key, head, mhead)
+        kernel_only = strip_unmerged_cookie(pf)
+        if len(kernel_only) < len(pf) and len(of) > len(kernel_only):
+            bad["perf-left-unmerged"] += 1      # stitched after its stack: ours has the user part
+            pf, of = kernel_only, of[:len(kernel_only)]
+        if not pf and of:
+            bad["perf-discarded-chain"] += 1
+            continue
+        if len(pf) != len(of):
+            differ("length", key, pf, of)
+            continue
+        for p, o in zip(pf, of):
+            frames += 1
+            inlined += p[2] == "inlined"
+            if p != o:
+                what = kind(p, o)
+                differ(what, key, p, o, what not in excused)
+    return bad, first, frames, inlined
+
 
 FIELDS_HEAD = re.compile(r"^(.*?)\s+(-?\d+)\s+(?:\[\d+\]\s+)?(\d+\.\d+):\s*(?:(\d+)\s+)?(?:(\S+):)?")
 

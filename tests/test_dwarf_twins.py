@@ -17,6 +17,7 @@ import pytest
 
 from conftest import DATA, ROOT, need_built
 from guest_symfs import Guest
+from test_inline import NESTED_SRC
 from deferstitch.symbols import dwarf_walk
 from deferstitch.symbols.debug_sections import DebugSections
 from deferstitch.symbols.elf import ElfSymbols
@@ -40,18 +41,10 @@ namespace ns { struct W { std::map<std::string, long> m;
     m["x"] += fold(v); return m["x"] + fold(std::vector<int>(n, 2)); } }; }
 int main(int argc, char **) { ns::W w; return (int)w.run(argc * 100) & 1; }
 """
-C_SRC = r"""
-static inline __attribute__((always_inline)) int leaf(int x) { return x * 3 + (x >> 2); }
-static inline __attribute__((always_inline)) int mid(int x)
-{ int s = 0; for (int i = 0; i < x; i++) s += leaf(i ^ x); return s; }
-static inline __attribute__((always_inline)) int top(int x) { return mid(x) + mid(x + 1) * leaf(x); }
-int __attribute__((noinline)) work(int x) { return top(x) * 2 + leaf(x + 7); }
-int main(int argc, char **argv) { (void)argv; return work(argc) & 1; }
-"""
 BUILDS = {                  # name: (compiler, source, flags, objcopy flags or None)
-    "gcc-dwarf4": ("gcc", C_SRC, ["-O2", "-gdwarf-4"], None),
-    "gcc-dwarf5": ("gcc", C_SRC, ["-O2", "-gdwarf-5"], None),
-    "clang-dwarf5": ("clang-14", C_SRC, ["-O2", "-gdwarf-5"], None),
+    "gcc-dwarf4": ("gcc", NESTED_SRC, ["-O2", "-gdwarf-4"], None),
+    "gcc-dwarf5": ("gcc", NESTED_SRC, ["-O2", "-gdwarf-5"], None),
+    "clang-dwarf5": ("clang-14", NESTED_SRC, ["-O2", "-gdwarf-5"], None),
     "gxx": ("g++", CXX_SRC, ["-O2", "-g"], None),
     "gxx-zlib": ("g++", CXX_SRC, ["-O2", "-g"], ["--compress-debug-sections=zlib"]),
     "gxx-zlib-gnu": ("g++", CXX_SRC, ["-O2", "-g"], ["--compress-debug-sections=zlib-gnu"]),

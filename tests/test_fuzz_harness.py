@@ -123,6 +123,45 @@ def test_perf_case_catches_a_differing_engine(seed_dir, monkeypatch):
         cases.perf_case(f.read_bytes())
 
 
+def dwarf_reader():
+    try:
+        from deferstitch import _dwarf
+    except ImportError:
+        _dwarf = None
+    need_built("the DWARF reader's C twin (deferstitch._dwarf)", _dwarf is not None)
+    return _dwarf
+
+
+def test_dwarf_seeds_pass_the_checks(seed_dir):
+    dwarf_reader()
+    files = sorted((seed_dir / "dwarf").iterdir())
+    assert files and all(cases.dwarf_case(f.read_bytes()) for f in files)
+
+
+def test_dwarf_case_catches_ranges_that_miss_the_address(seed_dir, monkeypatch):
+    """A function handed for an address whose ranges do not hold it is a finding."""
+    _dwarf = dwarf_reader()
+    real, FAR = _dwarf.Reader, 1 << 40
+
+    class Shifted:
+        def __init__(self, *args):
+            self.real = real(*args)
+
+        def path(self, addr):
+            hit = self.real.path(addr)
+            if hit is None:
+                return None
+            return hit[0], [(die, [(lo + FAR, hi + FAR) for lo, hi in ranges])
+                            for die, ranges in hit[1]]
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+    monkeypatch.setattr(_dwarf, "Reader", Shifted)
+    f = sorted((seed_dir / "dwarf").iterdir())[0]
+    with pytest.raises(AssertionError):
+        cases.dwarf_case(f.read_bytes())
+
+
 def test_atheris_harness_runs_over_its_seeds(seed_dir, tmp_path):
     pytest.importorskip("atheris", reason="atheris not installed: pip install atheris")
     p = subprocess.run([sys.executable, str(ROOT / "fuzz" / "fuzz_trace.py"), "-runs=0",

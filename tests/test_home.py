@@ -1,4 +1,4 @@
-"""Issue 41: no output of the suite depends on the machine's HOME. conftest.own_home gives the
+"""No output of the suite depends on the machine's HOME. conftest.own_home gives the
 session (every command it starts, every in-process lookup) an empty HOME of its own; here the
 same probe of the suite's ways of running things (tests/home_probe.py) runs in a pytest of its
 own twice, started with a HOME whose perf build-id cache is empty and with one that holds the

@@ -12,14 +12,13 @@ import os
 import re
 import shutil
 import subprocess
-from collections import Counter
 
 import pytest
 
 from conftest import DATA, ROOT, need_built, need_sid_perf, run_cli
 from guest_symfs import Guest
 from jit_synth import loads
-from perf_text import parse_script, strip_unmerged_cookie
+from perf_text import compare_frames, parse_script, strip_unmerged_cookie
 
 NAMES = DATA / "names"
 KERNEL = 0xffff800000000000
@@ -55,28 +54,14 @@ def compare(perf_text, our_text, dump=None):
     jitdump names what perf left [unknown] in a /tmp/perf-P.map dso."""
     theirs, mine = parse_script(perf_text), parse_script(our_text)
     assert theirs.keys() == mine.keys(), "samples differ"
-    bad, first, frames = Counter(), [], 0
-    for key, (_h, pf) in theirs.items():
-        of = mine[key][1]
-        kernel_only = strip_unmerged_cookie(pf)
-        if len(kernel_only) < len(pf) and len(of) > len(kernel_only):
-            bad["perf-left-unmerged"] += 1      # stitched after its stack: ours has the user part
-            pf, of = kernel_only, of[:len(kernel_only)]
-        if len(pf) != len(of):
-            bad["length"] += 1
-            first.append((key, pf, of))
-            continue
-        for p, o in zip(pf, of):
-            frames += 1
-            if p == o:
-                continue
-            if dump is not None and p[1] == "[unknown]" and p[2].startswith("/tmp/perf-") \
-                    and o[0] == p[0] and o[2].endswith(".dump") and o[1] == dump_name_at(dump, p[0]):
-                bad["named-by-dump"] += 1       # perf without perf inject --jit: [unknown]
-                continue
-            bad[kind(p)] += 1
-            if len(first) < 5:
-                first.append((key, p, o))
+
+    def bucket(p, o):
+        if dump is not None and p[1] == "[unknown]" and p[2].startswith("/tmp/perf-") \
+                and o[0] == p[0] and o[2].endswith(".dump") and o[1] == dump_name_at(dump, p[0]):
+            return "named-by-dump"              # perf without perf inject --jit: [unknown]
+        return kind(p)
+    bad, first, frames, _ = compare_frames(theirs, mine, bucket, excused=("named-by-dump",),
+                                           first_max=5)
     return bad, first, frames
 
 

@@ -10,14 +10,13 @@ is stitched); a frame perf leaves `[unknown]` that the jitdump names (perf names
 a stray context value (perf then discards the whole callchain, machine.c add_callchain_ip; we drop
 the value and keep the frames, and the report counts it)."""
 import lzma
-from collections import Counter
 
 import pytest
 
 from conftest import DATA, run_cli
 from guest_symfs import Guest
 from jit_synth import loads
-from perf_text import parse_script, strip_unmerged_cookie
+from perf_text import compare_frames, parse_script
 
 LANGS = DATA / "langs"
 KERNEL = 0xffff800000000000
@@ -56,35 +55,13 @@ def compare(scenario, guest):
     perf = lzma.decompress((LANGS / scenario / "script.txt.xz").read_bytes()).decode()
     theirs, mine = parse_script(perf, inlined=True), parse_script(ours(scenario, guest), inlined=True)
     assert theirs.keys() == mine.keys(), "samples differ"
-    bad, first, frames = Counter(), [], 0
-    for key, (head, pf) in theirs.items():
-        mhead, of = mine[key]
-        if head != mhead:
-            bad["comm"] += 1
-            first.append((key, head, mhead))
-        kernel_only = strip_unmerged_cookie(pf)
-        if len(kernel_only) < len(pf) and len(of) > len(kernel_only):
-            bad["perf-left-unmerged"] += 1      # stitched after its stack: ours has the user part
-            pf, of = kernel_only, of[:len(kernel_only)]
-        if not pf and of:
-            bad["perf-discarded-chain"] += 1    # a stray context value: perf drops every frame
-            continue
-        if len(pf) != len(of):
-            bad["length"] += 1
-            first.append((key, pf, of))
-            continue
-        for p, o in zip(pf, of):
-            frames += 1
-            if p == o:
-                continue
-            if p[1] == "[unknown]" and o[0] == p[0] and o[2] == DUMPS.get(scenario) \
-                    and o[1] == dump_name_at(scenario, p[0], guest):
-                bad["named-by-dump"] += 1       # perf without perf inject --jit: [unknown]
-                continue
-            kind = "inlined" if "inlined" in (p[2], o[2]) else "vdso" if p[2] == "[vdso]" else "name"
-            bad[kind] += 1
-            if len(first) < 8:
-                first.append((key, p, o))
+
+    def kind(p, o):
+        if p[1] == "[unknown]" and o[0] == p[0] and o[2] == DUMPS.get(scenario) \
+                and o[1] == dump_name_at(scenario, p[0], guest):
+            return "named-by-dump"              # perf without perf inject --jit: [unknown]
+        return "inlined" if "inlined" in (p[2], o[2]) else "vdso" if p[2] == "[vdso]" else "name"
+    bad, first, frames, _ = compare_frames(theirs, mine, kind, excused=("named-by-dump",), comm=True)
     return bad, first, frames
 
 

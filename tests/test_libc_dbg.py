@@ -13,13 +13,12 @@ perf discarded for a stray context value, and, without the debug files, a [vdso]
 the host left [unknown] (the guest's image is ours here)."""
 import lzma
 import shutil
-from collections import Counter
 
 import pytest
 
 from conftest import DATA, run_cli
 from guest_symfs import Guest
-from perf_text import parse_script, strip_unmerged_cookie
+from perf_text import compare_frames, parse_script
 
 LIBC = DATA / "libc_dbg"
 
@@ -42,28 +41,8 @@ def compare(perf_file, symfs, guest):
     assert r.returncode == 0, r.stderr
     theirs, mine = parse_script(perf), parse_script(r.stdout.decode())
     assert theirs.keys() == mine.keys(), "samples differ"
-    bad, first, frames = Counter(), [], 0
-    for key, (head, pf) in theirs.items():
-        of = mine[key][1]
-        kernel_only = strip_unmerged_cookie(pf)
-        if len(kernel_only) < len(pf) and len(of) > len(kernel_only):
-            bad["perf-left-unmerged"] += 1
-            pf, of = kernel_only, of[:len(kernel_only)]
-        if not pf and of:
-            bad["perf-discarded-chain"] += 1
-            continue
-        if len(pf) != len(of):
-            bad["length"] += 1
-            first.append((key, pf, of))
-            continue
-        for p, o in zip(pf, of):
-            frames += 1
-            if p == o:
-                continue
-            kind = "vdso-unknown-on-host" if p[2] == "[vdso]" and p[1] == "[unknown]" else "name"
-            bad[kind] += 1
-            if len(first) < 8:
-                first.append((key, p, o))
+    bad, first, frames, _ = compare_frames(theirs, mine, lambda p, o: "vdso-unknown-on-host"
+                                           if p[2] == "[vdso]" and p[1] == "[unknown]" else "name")
     return bad, first, frames, perf
 
 

@@ -414,3 +414,25 @@ def test_entries_before_a_stack_are_over(tmp_path):
     reasons = {s[3]: s[8] for s in samples if s[5] is not None}
     assert reasons[S.T0 + 10 * us] == "deferred-lost-after-lost-records", reasons
     assert reasons[S.T0 + 50 * us] == "deferred-lost", reasons
+
+
+def test_require_is_an_error_where_the_engine_cannot_run(tmp_path):
+    """DEFERSTITCH_ACCEL=require on the trace side as on the perf side: the engine's bytes
+    where it runs; where it cannot (the Python feed asked for, or --html's), one line naming
+    why, exit 2, and no output written."""
+    engine_built()
+    path = S.deferred(tmp_path / "d.dat")
+    require = {**os.environ, "DEFERSTITCH_ACCEL": "require"}
+    base, req = run_cli("trace", "folded", path), run_cli("trace", "folded", path, env=require)
+    assert base.returncode == req.returncode == 0 and req.stdout == base.stdout and base.stdout
+    for args, env, why in (
+            (["folded", path, "-o", tmp_path / "out"], {"DEFERSTITCH_TRACE_FEED": "python"},
+             "DEFERSTITCH_TRACE_FEED=python"),
+            (["report", path, "--html", tmp_path / "out"], {}, "a command it does not feed")):
+        p = run_cli("trace", *args, env={**require, **env})
+        lines = p.stderr.decode().splitlines()
+        assert p.returncode == 2 and len(lines) == 1, (args, p.stderr)
+        assert "DEFERSTITCH_ACCEL=require" in lines[0] and why in lines[0], lines
+        assert not (tmp_path / "out").exists()
+        assert run_cli("trace", *args, env={**os.environ, **env}).returncode == 0
+        (tmp_path / "out").unlink()

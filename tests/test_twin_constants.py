@@ -1,7 +1,7 @@
 """The numbers the C twins share with the Python modules (deferstitch/_twin.h): the outcome keys
-in model.OUTCOME_KEYS order, report.KEEP_FIRST and the engines' modes. Each C module exports
-them; a reason added on one side only, or a mode renumbered, fails here before any capture has
-to exercise it."""
+in model.OUTCOME_KEYS order, report.KEEP_FIRST, the engines' modes, the perf.data record types
+(abi/consts.py) and tracecmd/reader.py's MAX_NEST. Each C module exports them; a reason added
+on one side only, or a mode renumbered, fails here before any capture has to exercise it."""
 import importlib
 
 import pytest
@@ -46,3 +46,14 @@ def test_trace_feed_modes():
     for m in TRACE_MODES:
         assert getattr(trace_engine, m) == getattr(c, "FEED_" + m), m
     assert len({getattr(c, "FEED_" + m) for m in TRACE_MODES}) == len(TRACE_MODES)
+
+
+@pytest.mark.parametrize("name", ["_accel", "_tracedat"])
+def test_record_types_and_max_nest(name):
+    """_accel.c's record types are abi/consts.py's numbers; MAX_NEST is tracecmd/reader.py's."""
+    from deferstitch.abi import consts
+    from deferstitch.tracecmd import reader
+    c = _module(name)
+    assert c.MAX_NEST == reader.MAX_NEST
+    assert c.RECORD_TYPES and all(getattr(consts, "PERF_RECORD_" + k) == v
+                                  for k, v in c.RECORD_TYPES.items()), c.RECORD_TYPES

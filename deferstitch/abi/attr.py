@@ -6,7 +6,6 @@ VER9 144 (config4, perf 7.x). A shorter attr is zero-filled, a longer one keeps 
 """
 import struct
 
-from .consts import sample_type_names
 
 PERF_ATTR_SIZE_VER0 = 64
 PERF_ATTR_SIZE_VER7 = 128      # what perf 6.1 knows: it refuses anything larger
@@ -95,9 +94,6 @@ class PerfEventAttr:
     def defer_output(self):
         return bool(self.flags & BIT_DEFER_OUTPUT)
 
-    def flag_names(self):
-        return [n for i, n in enumerate(FLAG_BITS) if self.flags & (1 << i)]
-
     def pack(self, size=None, clear_defer=False):
         """The attr as bytes of ``size`` (default: as read), attr.size set to match.
 
@@ -118,9 +114,3 @@ class PerfEventAttr:
             struct.pack_into(self.endian + "Q", raw, FLAGS_OFFSET, flags)
         return bytes(raw)
 
-    def describe(self):
-        return "type %d config %#x sample_type %s read_format %#x%s%s%s" % (
-            self.type, self.config, sample_type_names(self.sample_type), self.read_format,
-            " sample_id_all" if self.sample_id_all else "",
-            " defer_callchain" if self.defer_callchain else "",
-            " defer_output" if self.defer_output else "")

@@ -16,7 +16,6 @@ Lost = namedtuple("Lost", "id lost")
 Ksymbol = namedtuple("Ksymbol", "addr len ksym_type flags name")
 Deferred = namedtuple("Deferred", "cookie ips")
 IdIndexEntry = namedtuple("IdIndexEntry", "id idx cpu tid")
-TimeConv = namedtuple("TimeConv", "time_shift time_mult time_zero")
 Auxtrace = namedtuple("Auxtrace", "size offset reference idx tid cpu")
 
 
@@ -130,12 +129,6 @@ def parse_id_index(data, e):
     if nr > (len(data) - 16) // 32:
         raise ValueError("ID_INDEX nr=%d exceeds record size %d" % (nr, len(data)))
     return [IdIndexEntry(*struct.unpack_from(e + "QQQQ", data, 16 + 32 * i)) for i in range(nr)]
-
-
-def parse_time_conv(data, e):
-    # struct { header; u64 time_shift, time_mult, time_zero; [u64 time_cycles, time_mask; ...] }
-    _need(data, 32, "TIME_CONV")
-    return TimeConv(*struct.unpack_from(e + "QQQ", data, 8))
 
 
 def parse_auxtrace_info(data, e):

@@ -177,11 +177,6 @@ class SampleLayout:
         return None if off is None else self.trailer.size - off
 
     # -- decoding -------------------------------------------------------------------------------
-    def time_of_sample(self, data):
-        if self.time_offset is None:
-            return None
-        return self.u64.unpack_from(data, self.time_offset)[0]
-
     def time_of_trailer(self, data):
         if self.trailer_time_from_end is None or len(data) - 8 < self.trailer.size:
             return None

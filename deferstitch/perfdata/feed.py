@@ -118,22 +118,6 @@ def requeued_stacks(entries):
         a.disabled and a.enable_on_exec for a in defer)
 
 
-def probe_entries(perf, limit=10_000):
-    """The attrs of ``perf``: its evlist's, or for a pipe-format file (attrs come as records) the
-    ones announced before its first sample, read on a separate handle; None when they cannot be
-    known ahead (standard input, damage)."""
-    if perf.evlist.entries or perf.path == "<stdin>":
-        return perf.evlist.entries or None
-    try:
-        with PerfData.open(perf.path) as ahead:
-            for n, rec in enumerate(ahead.records()):
-                if rec.type == C.PERF_RECORD_SAMPLE or n >= limit:
-                    break
-            return ahead.evlist.entries or None
-    except (FormatError, ValueError, struct.error, OSError):
-        return None
-
-
 def loss_watch(perf):
     """The LossWatch a stitch by task order needs (perfdata/buffers.py), or None: not for a
     cookie file, nor for a file without any LOST or LOST_SAMPLES record (read ahead on a

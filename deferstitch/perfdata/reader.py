@@ -14,6 +14,7 @@ import os
 import struct
 import sys
 
+from .. import inflate
 from ..abi import consts as C
 from ..abi import records as R
 from ..abi.attr import PerfEventAttr
@@ -496,17 +497,11 @@ class PerfData:
 
 
 def _zstd_backend(path):
-    """(new decompressor, its error class): the zstandard package, else Python 3.14's
-    compression.zstd (perf's embedded Python may have only the standard library)."""
+    """(new decompressor, its error class) from inflate.zstd_stream, or the FormatError that
+    says which package to install."""
     try:
-        import zstandard
-        return (lambda: zstandard.ZstdDecompressor().decompressobj()), zstandard.ZstdError
-    except ImportError:
-        pass
-    try:
-        from compression import zstd
-        return zstd.ZstdDecompressor, zstd.ZstdError
-    except ImportError:
+        return inflate.zstd_stream()
+    except inflate.NoZstd:
         raise FormatError(path, None, "compressed perf.data needs the zstandard package "
                           "(pip install zstandard, or apt-get install python3-zstandard)") from None
 

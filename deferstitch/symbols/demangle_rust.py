@@ -18,7 +18,6 @@ prints what fit, so do we), and a name that takes more than _MAX_STEPS (2**18) p
 (only backref fan-outs built for it do; perf prints them) gives None.
 """
 import re
-import sys
 
 MAX_DEPTH = 500             # demangle-rust-v0.c MAX_DEPTH
 OVERFLOW_MARGIN = 4         # demangle-rust-v0.h
@@ -54,16 +53,33 @@ _CHAR_ESCAPES = {"\0": "\\0", "\t": "\\t", "\r": "\\r", "\n": "\\n", "\\": "\\\\
 
 def demangle_rust(name):
     """perf's text for Rust symbol ``name``, or None when perf would not take it for Rust."""
-    try:
-        return _demangle(name)
-    except RecursionError:
-        # 500 levels of nesting take a few Python frames each: only crafted names get here.
-        old = sys.getrecursionlimit()
-        sys.setrecursionlimit(old + 10 * MAX_DEPTH + 200)
+    return _demangle(name)
+
+
+def _run(gen):
+    """Drive a printer method to its end on an explicit stack: each nested print_* is a
+    generator that yields the one it calls and is sent its result, so MAX_DEPTH levels of
+    nesting take no Python frames (and no recursion limit of the process we run in)."""
+    stack, value, error = [gen], None, None
+    while stack:
         try:
-            return _demangle(name)
-        finally:
-            sys.setrecursionlimit(old)
+            if error is None:
+                called = stack[-1].send(value)
+            else:
+                called, error = stack[-1].throw(error), None
+        except StopIteration as done:
+            stack.pop()
+            value = done.value
+            continue
+        except Exception as err:        # _Overflow, _TooMuchWork: through every caller
+            stack.pop()
+            if not stack:
+                raise
+            error = err
+            continue
+        stack.append(called)
+        value = None
+    return value
 
 
 def _demangle(s):
@@ -97,7 +113,7 @@ def _demangle(s):
     p = _Printer(inner, [], biggest - OVERFLOW_MARGIN - len(suffix))
     try:
         if elements is None:
-            p.print_path(True)
+            _run(p.print_path(True))
         else:
             _legacy_print(p, elements)
     except _Overflow:
@@ -195,9 +211,9 @@ def _v0_parse(s):
         return None
     p = _Printer(inner, None, 0)                # try_parse_path: a printer without output
     try:
-        p.print_path(False)
+        _run(p.print_path(False))
         if p.status is None and p.next < len(inner) and inner[p.next] in _UPPER:
-            p.print_path(False)                 # the instantiating crate
+            _run(p.print_path(False))           # the instantiating crate
     except _TooMuchWork:
         return None
     if p.status is not None:
@@ -219,7 +235,8 @@ class _ParseError(Exception):
 
 class _Printer:
     """struct printer with its struct parser (sym, next, depth) inlined. ``out`` is None for the
-    parse-only pass, as the C's NULL out: lifetimes and backrefs are then not followed."""
+    parse-only pass, as the C's NULL out: lifetimes and backrefs are then not followed. The
+    print_* that nest are generators run by _run: ``yield self.print_type()`` is the C's call."""
 
     def __init__(self, sym, out, room):
         self.sym, self.next, self.depth = sym, 0, 0
@@ -274,7 +291,7 @@ class _Printer:
         while self.status is None and not self.eat("E"):
             if count:
                 self.emit(sep)
-            body()
+            yield body()
             count += 1
         return count
 
@@ -394,7 +411,7 @@ class _Printer:
         self.next, self.depth = target
         self.status = None
         try:
-            return func()
+            return (yield func())
         finally:
             self.next, self.depth, self.status = saved
 
@@ -416,7 +433,7 @@ class _Printer:
         if bound is None:
             return
         if self.out is None:
-            func()
+            yield func()
             return
         if bound > 0:
             self.emit("for<")
@@ -428,7 +445,7 @@ class _Printer:
                 self.print_lifetime_from_index(1)
                 i += 1
             self.emit("> ")
-        func()
+        yield func()
         self.bound_lifetime_depth -= bound
 
     def print_generic_arg(self):
@@ -437,13 +454,13 @@ class _Printer:
             if lt is not None:
                 self.print_lifetime_from_index(lt)
         elif self.eat("K"):
-            self.print_const(False)
+            yield self.print_const(False)
         else:
-            self.print_type()
+            yield self.print_type()
 
     def print_generic_args(self):
         self.emit("<")
-        self.sep_list(self.print_generic_arg, ", ")
+        yield self.sep_list(self.print_generic_arg, ", ")
         self.emit(">")
 
     def print_path(self, in_value):
@@ -465,7 +482,7 @@ class _Printer:
             ns = self.parse(self.namespace)
             if ns is None:
                 return
-            self.print_path(in_value)
+            yield self.print_path(in_value)
             if self.status is not None:
                 self.emit("::")                 # so that the "?" below reads "::?"
             dis = self.parse(self.disambiguator)
@@ -489,21 +506,21 @@ class _Printer:
                 if self.parse(self.disambiguator) is None:
                     return
                 out, self.out = self.out, None
-                self.print_path(False)
+                yield self.print_path(False)
                 self.out = out
             self.emit("<")
-            self.print_type()
+            yield self.print_type()
             if tag != "M":
                 self.emit(" as ")
-                self.print_path(False)
+                yield self.print_path(False)
             self.emit(">")
         elif tag == "I":
-            self.print_path(in_value)
+            yield self.print_path(in_value)
             if in_value:
                 self.emit("::")
-            self.print_generic_args()
+            yield self.print_generic_args()
         elif tag == "B":
-            self.print_backref(lambda: self.print_path(in_value))
+            yield self.print_backref(lambda: self.print_path(in_value))
         else:
             self.invalid()
             return
@@ -535,7 +552,7 @@ class _Printer:
             return
         self.print_ident(name)
         self.emit(": ")
-        self.print_const(True)
+        yield self.print_const(True)
 
     def print_const(self, in_value):
         tag = self.parse(self.ch)
@@ -578,34 +595,34 @@ class _Printer:
                 self.print_const_str_literal()
             else:
                 self.emit("&" if tag == "R" else "&mut ")
-                self.print_const(True)
+                yield self.print_const(True)
         elif tag == "A":
             self.emit("[")
-            self.sep_list(lambda: self.print_const(True), ", ")
+            yield self.sep_list(lambda: self.print_const(True), ", ")
             self.emit("]")
         elif tag == "T":
             self.emit("(")
-            if self.sep_list(lambda: self.print_const(True), ", ") == 1:
+            if (yield self.sep_list(lambda: self.print_const(True), ", ")) == 1:
                 self.emit(",")
             self.emit(")")
         elif tag == "V":
-            self.print_path(True)
+            yield self.print_path(True)
             kind = self.parse(self.ch)
             if kind is None:
                 return
             if kind == "T":
                 self.emit("(")
-                self.sep_list(lambda: self.print_const(True), ", ")
+                yield self.sep_list(lambda: self.print_const(True), ", ")
                 self.emit(")")
             elif kind == "S":
                 self.emit(" { ")
-                self.sep_list(self.print_const_struct, ", ")
+                yield self.sep_list(self.print_const_struct, ", ")
                 self.emit(" }")
             elif kind != "U":
                 self.invalid()
                 return
         elif tag == "B":
-            self.print_backref(lambda: self.print_const(in_value))
+            yield self.print_backref(lambda: self.print_const(in_value))
         else:
             self.invalid()
             return
@@ -617,17 +634,17 @@ class _Printer:
         """A dyn trait's path, leaving an 'I' path's ``<..`` open for the ``Assoc = T`` that may
         follow: True if left open."""
         if self.eat("B"):
-            return bool(self.print_backref(self.print_maybe_open_generics))
+            return bool((yield self.print_backref(self.print_maybe_open_generics)))
         if self.eat("I"):
-            self.print_path(False)
+            yield self.print_path(False)
             self.emit("<")
-            self.sep_list(self.print_generic_arg, ", ")
+            yield self.sep_list(self.print_generic_arg, ", ")
             return True
-        self.print_path(False)
+        yield self.print_path(False)
         return False
 
     def print_dyn_trait(self):
-        is_open = self.print_maybe_open_generics()
+        is_open = yield self.print_maybe_open_generics()
         while self.eat("p"):
             self.emit(", " if is_open else "<")
             is_open = True
@@ -636,12 +653,12 @@ class _Printer:
                 return
             self.print_ident(name)
             self.emit(" = ")
-            self.print_type()
+            yield self.print_type()
         if is_open:
             self.emit(">")
 
     def print_object_bounds(self):
-        self.sep_list(self.print_dyn_trait, " + ")
+        yield self.sep_list(self.print_dyn_trait, " + ")
 
     def print_function_type(self):
         is_unsafe = self.eat("U")
@@ -662,11 +679,11 @@ class _Printer:
         if abi is not None:
             self.emit('extern "%s" ' % abi.replace("_", "-"))
         self.emit("fn(")
-        self.sep_list(self.print_type, ", ")
+        yield self.sep_list(self.print_type, ", ")
         self.emit(")")
         if not self.eat("u"):                   # a `()` return type is not printed
             self.emit(" -> ")
-            self.print_type()
+            yield self.print_type()
 
     def print_type(self):
         tag = self.parse(self.ch)
@@ -689,27 +706,27 @@ class _Printer:
                     self.emit(" ")
             if tag == "Q":
                 self.emit("mut ")
-            self.print_type()
+            yield self.print_type()
         elif tag in "PO":
             self.emit("*const " if tag == "P" else "*mut ")
-            self.print_type()
+            yield self.print_type()
         elif tag in "AS":
             self.emit("[")
-            self.print_type()
+            yield self.print_type()
             if tag == "A":
                 self.emit("; ")
-                self.print_const(True)
+                yield self.print_const(True)
             self.emit("]")
         elif tag == "T":
             self.emit("(")
-            if self.sep_list(self.print_type, ", ") == 1:
+            if (yield self.sep_list(self.print_type, ", ")) == 1:
                 self.emit(",")
             self.emit(")")
         elif tag == "F":
-            self.in_binder(self.print_function_type)
+            yield self.in_binder(self.print_function_type)
         elif tag == "D":
             self.emit("dyn ")
-            self.in_binder(self.print_object_bounds)
+            yield self.in_binder(self.print_object_bounds)
             if not self.eat("L"):
                 self.invalid()
                 return
@@ -720,11 +737,11 @@ class _Printer:
                 self.emit(" + ")
                 self.print_lifetime_from_index(lt)
         elif tag == "B":
-            self.print_backref(self.print_type)
+            yield self.print_backref(self.print_type)
         else:
             if self.status is None and self.next > 0:
                 self.next -= 1                  # back to the tag, for print_path
-            self.print_path(False)
+            yield self.print_path(False)
         self.pop_depth()
 
 

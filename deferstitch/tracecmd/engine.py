@@ -9,11 +9,13 @@ itself only where bridge.Field would take its fast branch; any other field (and 
 record it cannot read whole) it hands to ``_slow`` below, which reads it with the Python feed's
 own code, so a value or a FormatError is the same on both paths. tests/test_tracecmd_engine.py
 holds the two to the same bytes on every trace.dat of the tests. ``DEFERSTITCH_TRACE_FEED=python``
-keeps the Python feed over the C walker; ``DEFERSTITCH_ACCEL=0`` keeps both in Python (walk.py).
+keeps the Python feed over the C walker; ``DEFERSTITCH_ACCEL=0`` keeps both in Python (walk.py);
+``DEFERSTITCH_ACCEL=require`` makes a run the engine cannot take an error, as on the perf side.
 """
 import os
 from collections import Counter
 
+from ..errors import DeferstitchError
 from ..model import OUTCOME_KEYS, STITCHED, UNMATCHED, Sample
 from ..stitcher import DEFAULT_EXIT_GRACE, DEFAULT_MAX_PENDING
 from . import pages, reader
@@ -48,12 +50,27 @@ class _NoType:
     system = name = None
 
 
+def unavailable(trace):
+    """Why the engine cannot read this file, or None when it can (perfdata/engine.py's
+    unavailable, for trace.dat)."""
+    if not pages.available() or pages.Feed is None:
+        return "the C engine is not built"
+    if not pages.accel_allowed():
+        return "DEFERSTITCH_ACCEL=0"
+    if os.environ.get("DEFERSTITCH_TRACE_FEED") == "python":
+        return "DEFERSTITCH_TRACE_FEED=python"
+    if trace.unreadable:
+        return "a buffer that is not read (%s)" % trace.unreadable[0]
+    if not all(pages.is_c_walker(getattr(h, "walker", None)) for h in trace.handles.values()):
+        return "a buffer the C walker does not read (times shifted, no decompressor or no data)"
+    if not all(0 <= i <= MAX_TYPE_ID for i in trace.types):
+        return "an event type id past %d" % MAX_TYPE_ID
+    return None
+
+
 def usable(trace):
     """The engine reads this file: built, allowed, our page reader walking every buffer."""
-    return (pages.available() and pages.Feed is not None and pages.accel_allowed()
-            and os.environ.get("DEFERSTITCH_TRACE_FEED") != "python" and not trace.unreadable
-            and all(pages.is_c_walker(getattr(h, "walker", None)) for h in trace.handles.values())
-            and all(0 <= i <= MAX_TYPE_ID for i in trace.types))
+    return unavailable(trace) is None
 
 
 def feed(trace, resolved=None, sample=None, stitched=None, max_pending=DEFAULT_MAX_PENDING,
@@ -61,8 +78,11 @@ def feed(trace, resolved=None, sample=None, stitched=None, max_pending=DEFAULT_M
     """The feed of ``trace``: ``sample(s)`` in time order, ``stitched(frames, n)`` for n
     stitched samples given those user frames (as they are resolved), as reader.FtraceFeed's
     ``sample`` and ``resolved``. ``resolved`` (a Sample each) and ``python``: the Python feed."""
-    if resolved is None and not python and usable(trace):
+    why = unavailable(trace) if resolved is None and not python else "a command it does not feed"
+    if why is None:
         return EngineFeed(trace, sample, stitched, max_pending, exit_grace)
+    if os.environ.get("DEFERSTITCH_ACCEL") == "require":
+        raise DeferstitchError("DEFERSTITCH_ACCEL=require, but the C engine was not used: %s" % why)
     if stitched is not None:
         inner = resolved
 

@@ -22,6 +22,7 @@ import re
 import struct
 import zlib
 
+from .. import inflate
 from ..errors import FormatError
 
 MAGIC = b"\x17\x08\x44tracing"      # the first bytes of every trace.dat (trace-output.c)
@@ -234,34 +235,18 @@ def _section(r, at, what):
 
 def _decompress(r, at, raw, size):
     """The block as libtracecmd's zstd or zlib inflates it, at most ``size`` bytes (a bomb
-    stops there), or None where no zstd module is here (libtracecmd then reads it alone).
-    Not perfdata.reader._zstd_backend: zstandard's decompressobj there has no output bound."""
-    if not size:                                        # (zlib's max_length 0 is no limit)
-        return b""
-    if raw[:4] != b"\x28\xb5\x2f\xfd":                     # not a zstd frame: zlib
+    stops there), or None where no zstd module is here (libtracecmd then reads it alone)."""
+    if inflate.kind(raw) == "zlib":
         try:
-            return zlib.decompressobj().decompress(raw, size)
+            return inflate.zlib_block(raw, size)
         except zlib.error:
             r.fail(at, "its compressed block does not inflate (zlib)")
     try:
-        import zstandard
-    except ImportError:
-        zstandard = None
-    try:
-        if zstandard is not None:
-            reader, out = zstandard.ZstdDecompressor().stream_reader(raw), b""
-            while len(out) < size:
-                more = reader.read(size - len(out))
-                if not more:
-                    break
-                out += more
-            return out
-        from compression import zstd                     # Python 3.14
-        return zstd.ZstdDecompressor().decompress(raw, max_length=size)
-    except ImportError:
+        return inflate.zstd_block(raw, size)
+    except inflate.NoZstd:
         return None
-    except Exception as err:        # zstandard.ZstdError, compression.zstd.ZstdError
-        r.fail(at, "its compressed block does not decompress (zstd: %s)" % err)
+    except ValueError as err:
+        r.fail(at, "its compressed block does not decompress (%s)" % err)
 
 
 def _strings(r, pos):

@@ -37,7 +37,12 @@ def keep_big_blocks_mapped():
     """glibc raises its mmap threshold to the size of a mapped block once it is freed (up to
     32 MiB): after the decompressed sections and the kallsyms text (8 MB each, read once and
     let go), later big blocks come from the heap and stay there, fragmented: 4 MB more at the
-    peak of `trace folded` on a zstd file. A fixed threshold keeps them mapped and returned."""
+    peak of `trace folded` on a zstd file. A fixed threshold keeps them mapped and returned.
+    Only when deferstitch is the program: inside trace-cmd, perf or a caller's Python the
+    allocator is theirs, and glibc cannot give its dynamic threshold back once set."""
+    from .. import main_program         # read at the call: __main__.run sets it first
+    if not main_program:
+        return
     try:
         ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
     except (OSError, AttributeError):       # not glibc: its own allocator's way

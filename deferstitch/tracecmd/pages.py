@@ -16,6 +16,7 @@ data from where libtracecmd puts each CPU's (handle.extents), so that records ca
 """
 import os
 
+from .. import inflate
 from ..errors import FormatError
 from . import walk
 
@@ -25,28 +26,10 @@ except ImportError:         # no compiler at install: walk.py reads the pages
     _tracedat = None
 
 
-def _hand_codecs():
-    """libzstd's ZSTD_decompress and ZSTD_isError and zlib's uncompress, found with ctypes and
-    handed to the C walker by address (0: that library is not here). ctypes loads them with
-    Python's own dlopen: the C module links none (glibc 2.34 gave dlopen a new version, which
-    would raise its wheel's manylinux tag)."""
-    import ctypes
-
-    def find(lib, *names):
-        try:
-            h = ctypes.CDLL(lib)
-            return [ctypes.cast(getattr(h, n), ctypes.c_void_p).value or 0 for n in names]
-        except (OSError, AttributeError):
-            return [0] * len(names)
-    zd, ze = find("libzstd.so.1", "ZSTD_decompress", "ZSTD_isError")
-    (zu,) = find("libz.so.1", "uncompress")
-    _tracedat.codecs(zd, ze, zu)
-
-
 if _tracedat is not None and not hasattr(_tracedat, "codecs"):
     _tracedat = None        # built from older sources (a stale in-place build): not this one's
 if _tracedat is not None:
-    _hand_codecs()
+    _tracedat.codecs(*inflate.c_codecs())
 
 
 MAX_PAGES_HELD = 1 << 30     # bytes: one page of every CPU is held while their records merge
@@ -57,7 +40,8 @@ def available():
 
 
 def accel_allowed():
-    """DEFERSTITCH_ACCEL=0 keeps walk.py reading the pages (the definition)."""
+    """DEFERSTITCH_ACCEL=0 keeps walk.py reading the pages (the definition); =require is
+    allowed, and engine.feed makes a run the C path cannot take an error."""
     return os.environ.get("DEFERSTITCH_ACCEL") != "0"
 
 

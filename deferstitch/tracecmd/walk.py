@@ -22,7 +22,8 @@ The walk (libtraceevent's kbuffer-parse.c, step for step, as _tracedat.c):
 import os
 import struct
 import sys
-import zlib
+
+from .. import inflate
 
 MISSING_EVENTS = 1 << 31
 MISSING_STORED = 1 << 30
@@ -115,65 +116,12 @@ class _ChunkPages:
 
 def decompressor(name):
     """True where this Python can decompress CPU data of that compression (decompress())."""
-    if name == "zlib":
-        return True
-    if name != "zstd":
-        return False
-    try:
-        import zstandard  # noqa: F401
-        return True
-    except ImportError:
-        pass
-    try:
-        from compression import zstd  # noqa: F401   (Python 3.14)
-        return True
-    except ImportError:
-        return False
+    return inflate.available(name)
 
 
 def decompress(name, raw, size):
-    """raw decompressed to exactly size bytes, or None where it does not (a library error, or
-    another size): what _tracedat.c's decompress() accepts, ZSTD_decompress (every frame) or
-    zlib's uncompress (a zlib stream; bytes after its end ignored). Never more than size + 1
-    bytes are made, whatever raw says."""
-    if name == "zlib":
-        d = zlib.decompressobj()
-        try:
-            out = d.decompress(raw, size + 1)
-        except zlib.error:
-            return None
-        return out if d.eof and len(out) == size else None
-    try:
-        import zstandard
-    except ImportError:
-        return _zstd_stdlib(raw, size)
-    out = b""
-    try:
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-        while len(out) <= size:
-            more = reader.read(size + 1 - len(out))
-            if not more:
-                break
-            out += more
-    except zstandard.ZstdError:
-        return None
-    return out if len(out) == size else None
-
-
-def _zstd_stdlib(raw, size):
-    """decompress() of zstd with Python 3.14's compression.zstd: frame after frame."""
-    from compression import zstd
-    out = b""
-    while raw and len(out) <= size:
-        d = zstd.ZstdDecompressor()
-        try:
-            out += d.decompress(raw, max_length=size + 1 - len(out))
-        except zstd.ZstdError:
-            return None
-        if not d.eof:           # cut short, or more than size bytes
-            return None
-        raw = d.unused_data
-    return out if len(out) == size else None
+    """raw decompressed to exactly size bytes, or None (inflate.exact: _tracedat.c's rule)."""
+    return inflate.exact(name, raw, size)
 
 
 def scan(fd, file_size, page_size, long_size, big_endian, common_end, cpus, compression=None):
