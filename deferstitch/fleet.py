@@ -26,9 +26,9 @@ from .abi import consts as C
 from .errors import DeferstitchError
 from .output.address_stacks import AddressStacks, StackNamer
 from .output.atomic import Output
-from .output.perf_records import kallsyms_for, kernel_build_id
 from .perfdata.reader import PerfData
 from .report import KEEP_FIRST
+from .symbols.perf_context import kallsyms_for, kernel_build_id
 
 FAN_IN = 8          # parts combined per task of the reduction tree
 

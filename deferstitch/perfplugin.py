@@ -28,12 +28,12 @@ from .errors import DeferstitchError, FormatError
 from .model import NO_COOKIE
 from .output.atomic import Output
 from .output.frames import UNKNOWN, frame_name
-from .output.perf_records import PerfContext
 from .output.stitched_file import REPORT_FEATURE
 from .output.tables import render
 from .perfdata.feed import PerfFeed
 from .perfdata.reader import PerfData
 from .report import StitchReport
+from .symbols.perf_context import PerfContext
 from .symbols.resolver import INLINED
 from .symbols.vdso import is_vdso
 
