@@ -16,17 +16,13 @@ from functools import partial
 
 from ..abi.consts import PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER
 from ..model import REASONS, STITCHED, UNMATCHED
-from .frames import KeyedStacks, StackCache, comm_name, counted_weight, frame_name, weight
+from .frames import KeyedStacks, StackCache, comm_name, counted_weight, frame_name, lost_frame_name, weight
 from .sink import CHAINS, Sink
 
 KERNEL, USER, LOST, COMM = "kernel", "user", "lost", "comm"
 FRAME_HEIGHT = 16
 MIN_WIDTH_PX = 0.1          # narrower frames are left out, as flamegraph.pl's --minwidth
 SCRIPT = os.path.join(os.path.dirname(__file__), "flamegraph.js")
-
-
-def lost_frame(reason):
-    return ("[user stack lost: %s]" % reason, LOST)
 
 
 class Node:
@@ -234,7 +230,7 @@ class FlameGraph(Sink):
     def _add_named(self, named, comm, reason, w, after):
         frames = list(named)
         if reason:
-            frames.append(lost_frame(reason))
+            frames.append((lost_frame_name(reason), LOST))
         frames.append((comm_name(comm), COMM))
         frames.reverse()
         self.tree.add(frames, w, after)

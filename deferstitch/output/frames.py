@@ -128,6 +128,12 @@ def sym_text(sym, off):
     return "%s+%#x" % (sym, off) if off is not None else sym
 
 
+def lost_frame_name(reason):
+    """The frame an unmatched sample ends in, where its user part would be (pprof, flame
+    graphs, the trace side's frames): never a sample without frames, the loss where it happened."""
+    return "[user stack lost: %s]" % reason
+
+
 def frame_lines(frames):
     """perf script's frame lines, each after a newline: ``\t%16lx sym+0xoff (dso)``."""
     return "".join("\n\t%16x %s (%s)" % (ip, sym_text(sym, off), dso) for ip, sym, off, dso in frames)

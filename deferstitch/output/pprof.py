@@ -14,7 +14,7 @@ from array import array
 from ..symbols.resolver import INLINED
 from ..model import OUTCOME_KEYS, PASSED, REASONS, STITCHED, UNMATCHED
 from . import pprof_wire as W
-from .frames import StackCache, counted_weight, sample_ips, sample_period
+from .frames import StackCache, counted_weight, lost_frame_name, sample_ips, sample_period
 from .sink import COUNTED, Sink
 
 _OUTCOMES = [(STITCHED, None), (PASSED, None)] + [(UNMATCHED, r) for r in REASONS]   # by OUTCOME_KEYS
@@ -125,7 +125,7 @@ class Pprof(Sink):
         if key > 1:                     # unmatched: the stack ends in [user stack lost: reason]
             lost = self._lost.get((stack, key))
             if lost is None:
-                lid = self._location(pid, 0, "[user stack lost: %s]" % OUTCOME_KEYS[key], 0, "[deferstitch]")
+                lid = self._location(pid, 0, lost_frame_name(OUTCOME_KEYS[key]), 0, "[deferstitch]")
                 lost = self._lost[(stack, key)] = self._stack(self._stack_bodies[stack] + W.varint(lid))
             stack = lost
         labels = self._labels.get((comm, key))
