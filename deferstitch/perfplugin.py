@@ -27,7 +27,8 @@ from .abi import consts as C
 from .errors import DeferstitchError, FormatError
 from .model import NO_COOKIE
 from .output.atomic import Output
-from .output.frames import UNKNOWN, frame_name
+from .output.frames import UNKNOWN, frame_lines, frame_name
+from .output.sink import Sink
 from .output.stitched_file import REPORT_FEATURE
 from .output.tables import render
 from .perfdata.feed import PerfFeed
@@ -115,8 +116,9 @@ def session_attrs(path, limit=10000):
         return [e.attr for e in perf.evlist.entries]
 
 
-class _Producer(threading.Thread):
-    """Runs our reader → stitcher over the file; hands samples over in time order."""
+class _Producer(threading.Thread, Sink):
+    """Runs our reader → stitcher over the file; hands samples over in time order (a Sink of
+    the Python path: resolved and sample, the rest Sink's stubs)."""
 
     def __init__(self, perf, ctx, max_pending):
         super().__init__(daemon=True)
@@ -126,17 +128,11 @@ class _Producer(threading.Thread):
         self.report = None
         self.error = None
 
-    def record(self, rec):
-        pass
-
     def resolved(self, s):
         s.comm = self.ctx.comm(s)
 
     def sample(self, s):
         self.q.put(s)
-
-    def close(self):
-        pass
 
     def run(self):
         try:
@@ -307,11 +303,8 @@ class Plugin:
             head += "[%03d] " % smp.get("cpu", 0)
         head += "%5d.%06d: %10d %s: " % (time // 10**9, time % 10**9 // 1000, smp.get("period", 0),
                                          d.get("ev_name", ""))
-        lines = [head]
-        for ip, name, off, dso in frames:
-            lines.append("\t%16x %s (%s)" % (ip, "%s+%#x" % (name, off) if name else UNKNOWN,
-                                             dso or UNKNOWN))
-        self.out.write("\n".join(lines) + "\n\n")
+        self.out.write("%s%s\n\n" % (head, frame_lines(
+            [(ip, name or None, off, dso or UNKNOWN) for ip, name, off, dso in frames])))
 
     def finish(self):
         if self.opts["folded"]:

@@ -1,12 +1,18 @@
 """Sink: what an output takes from the run, and the calls it gets, on both paths.
 
-Every output is a Sink. The Python path (perfdata/feed.py PerfFeed, the definition) calls
+Every output is a Sink, and every call a run may make has its default in Sink below, doing
+nothing (as perf's util/tool.c gives every callback of a tool its stub): an output writes only
+the calls it cares about, and a new call is one stub there. The Python path (perfdata/feed.py
+PerfFeed, the definition) calls
 
-    resolved(s)        a sample whose outcome is known, the moment it is (if the output has it:
-                       names taken then see the maps as they were when the stack was taken)
+    resolved(s)        a sample whose outcome is known, the moment it is (names taken then see
+                       the maps as they were when the stack was taken)
     record(rec)        a record other than a sample, in time order (maps, comms, lost, ...)
     sample(s)          a sample whose outcome is final, in time order
     close()            the input has ended (or stopped at damage): finish the output
+
+The trace side (tracecmd/cli.py) calls named(s) for each sample, its outcome final, in time
+order (the sample's frames named by the side's namer), then close().
 
 The C engine (perfdata/engine.py) hands the same samples in fewer, cheaper calls. What an output
 takes from it is declared by its class attribute ``takes``, one of the kinds below; pipeline.py
@@ -60,10 +66,14 @@ RECORD_OF = {SAMPLES: (Resolved, "resolved_ips"), ORDERED: (Ordered, "resolved_i
 
 
 class Sink:
-    """An output: the calls of the Python path below, each doing nothing until overridden;
-    ``takes`` and the engine's calls as the module docstring lists them."""
+    """An output: every call of the run, each doing nothing until overridden; ``takes`` says
+    which of the engine's calls it gets (the module docstring)."""
 
     takes = None            # what the C engine hands this output (above); None: the Python path
+
+    # -- the Python path (PerfFeed) and the trace side -------------------------------------------
+    def resolved(self, s):
+        """A sample whose outcome is known, the moment it is (names taken now see its maps)."""
 
     def record(self, rec):
         """A record other than a sample, in time order (maps, comms, lost, ...)."""
@@ -71,5 +81,22 @@ class Sink:
     def sample(self, s):
         """A sample whose outcome is final, in time order."""
 
+    def named(self, s):
+        """The trace side: a sample whose frames its namer names, its outcome final, in time order."""
+
+    # -- the C engine: each record's fields as the parameters (RECORD_OF) ------------------------
+    def resolved_ips(self, *_resolved):
+        """SAMPLES: a Resolved; ORDERED: an Ordered, as each sample is resolved."""
+
+    def turn(self, number):
+        """ORDERED: sample ``number`` (an Ordered's) is next in time order."""
+
+    def resolved_counted(self, *_counted):
+        """COUNTED and CHAINS: a Counted, per distinct stack and outcome."""
+
+    def outcome(self, *_outcome):
+        """OUTCOMES: an Outcome per sample, in time order."""
+
+    # -- both --------------------------------------------------------------------------------------
     def close(self):
         """The input has ended (or stopped at damage): finish the output."""
