@@ -167,12 +167,12 @@ def weight(kind, period, attr):
     return period if period is not None else attr.sample_period
 
 
-def counted_weight(kind, count, period, entries, entry):
-    """weight() of ``count`` samples the C engine counted as one (MODE_COUNTED, MODE_CHAINS):
-    ``period`` their sum, None when their attr (``entries[entry]``) has a fixed period."""
+def counted_weight(kind, count, period, ctx, entry):
+    """weight() of ``count`` samples counted as one (a sink.Counted): ``period`` their sum, None
+    when their attr (``ctx.perf.evlist.entries[entry]``) has a fixed period."""
     if kind != "period":
         return count
-    return period if period is not None else count * entries[entry].attr.sample_period
+    return period if period is not None else count * ctx.perf.evlist.entries[entry].attr.sample_period
 
 
 def sample_period(s):

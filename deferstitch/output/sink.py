@@ -47,6 +47,10 @@ their sum), ``entry`` the attr's index in perf.evlist.entries, ``key`` the outco
 """
 from collections import namedtuple
 
+from ..abi.consts import PERF_CONTEXT_USER
+from ..model import OUTCOME_KEYS, STITCHED
+from .frames import sample_ips, sample_period
+
 REPORT, FILE, SAMPLES, ORDERED, COUNTED, CHAINS, OUTCOMES = (
     "report", "file", "samples", "ordered", "counted", "chains", "outcomes")
 
@@ -58,6 +62,8 @@ Counted = namedtuple("Counted", "pid tid comm ips period entry count key first l
 Counted.__doc__ = """``count`` samples of one (pid, tid, comm, ips, entry, outcome): ``first``
 and ``last`` their first and last times, ``after`` how many were stitched after their stack."""
 Outcome = namedtuple("Outcome", "time cpu tid comm key")
+
+_KEY = {k: i for i, k in enumerate(OUTCOME_KEYS)}        # an outcome or reason -> its number
 
 # what each kind hands, and the method that takes it
 RECORD_OF = {SAMPLES: (Resolved, "resolved_ips"), ORDERED: (Ordered, "resolved_ips"),
@@ -100,3 +106,26 @@ class Sink:
     # -- both --------------------------------------------------------------------------------------
     def close(self):
         """The input has ended (or stopped at damage): finish the output."""
+
+
+def counted(s, chain=False):
+    """A sample of the Python path as the engine's Counted of one: ``ips`` its real addresses
+    (frames.sample_ips), or with ``chain`` its chain as MODE_CHAINS hands it (the kernel part
+    with its context markers, then a stitched sample's PERF_CONTEXT_USER and user frames)."""
+    if chain:
+        ips = tuple(s.kernel)
+        if s.outcome == STITCHED:
+            ips += (PERF_CONTEXT_USER,) + tuple(s.user)
+    else:
+        ips = tuple(sample_ips(s))
+    return (s.pid, s.tid, s.comm, ips, sample_period(s), None, 1,       # (a tuple: one a sample)
+            _KEY[s.reason or s.outcome], s.time, s.time, 1 if s.after_stack else 0)
+
+
+class CountedSink(Sink):
+    """An output that sums samples per stack (COUNTED, CHAINS): resolved_counted() is its one
+    way in, on the engine and, each sample a Counted of one (counted()), on the Python path.
+    Each declares its ``takes``, COUNTED or CHAINS (this base, no output, none)."""
+
+    def resolved(self, s):
+        self.resolved_counted(*counted(s, self.takes == CHAINS))
