@@ -27,7 +27,8 @@ from .abi import consts as C
 from .errors import DeferstitchError, FormatError
 from .model import NO_COOKIE
 from .output.atomic import Output
-from .output.frames import UNKNOWN, frame_lines, frame_name
+from .output import folded
+from .output.frames import UNKNOWN, comm_name, frame_lines, frame_name
 from .output.sink import Sink
 from .output.stitched_file import REPORT_FEATURE
 from .output.tables import render
@@ -281,7 +282,7 @@ class Plugin:
         # perf modes identical; perf's own is the fallback
         comm = (s.comm if s else None) or d.get("comm") or ":%s" % tid
         if self.opts["folded"]:
-            key = ";".join([comm.replace(" ", "_")] +
+            key = ";".join([comm_name(comm)] +
                            [frame_name(n, dso or UNKNOWN) for _ip, n, _o, dso in reversed(frames)])
             self.folded[key] = self.folded.get(key, 0) + 1
             return
@@ -308,8 +309,7 @@ class Plugin:
 
     def finish(self):
         if self.opts["folded"]:
-            for key in sorted(self.folded):
-                self.out.write("%s %d\n" % (key, self.folded[key]))
+            folded.write(self.out, self.folded)
         if self.producer is None:
             self._commit()
             return
