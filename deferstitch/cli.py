@@ -25,13 +25,13 @@ from .errors import DeferstitchError, FormatError, OutputError
 from .output.atomic import NamedStdout, Output, Terminated, on_sigterm, refuse_terminal
 from .output.dso_table import DsoTable
 from .output.folded import Folded
-from .output.perf_records import MAP_TYPES
 from .output.perf_script import PerfScript
 from .output.stitched_file import StitchedFile
 from .output.tables import render, table
 from .perfdata.reader import PerfData
 from .perfdata.writer import PIPE_ONLY
 from .stitcher import DEFAULT_MAX_PENDING
+from .symbols.perf_context import MAP_TYPES
 from .tracecmd.cli import register as register_trace
 from .fleet import register as register_fleet
 

@@ -4,6 +4,7 @@
                                  (report row, report JSON, {(comm, frame keys): weight})
            --combine(), 8 at a time, a tree of Dask tasks--> one part
            --StackNamer on the client, once per distinct frame key--> folded / pprof / speedscope
+                                 (each by the single-file command's own writer)
 
 Each input is read where it lies (a path every worker sees, or an fsspec URL), and only small
 things travel: counts per stack of addresses keyed by build id + offset (output/address_stacks.py)
@@ -26,9 +27,9 @@ from .abi import consts as C
 from .errors import DeferstitchError
 from .output.address_stacks import AddressStacks, StackNamer
 from .output.atomic import Output
-from .output.perf_records import kallsyms_for, kernel_build_id
 from .perfdata.reader import PerfData
 from .report import KEEP_FIRST
+from .symbols.perf_context import kallsyms_for, kernel_build_id
 
 FAN_IN = 8          # parts combined per task of the reduction tree
 
@@ -225,14 +226,15 @@ def _with_kallsyms(stacks, buildid_dir):
 
 
 def _write(args, lines, f):
-    from .output.named_stacks import write_folded, write_pprof, write_speedscope
+    """The named stacks in the format asked, by that format's own writer."""
+    from .output import folded, pprof, speedscope
     if args.format == "folded":
-        write_folded(f, lines)
+        folded.write(f, lines)
     elif args.format == "speedscope":
-        write_speedscope(f, lines, "fleet of %d inputs" % len(args.inputs),
-                         "nanoseconds" if args.weight == "period" else "none")
+        speedscope.from_folded(f, lines, "fleet of %d inputs" % len(args.inputs),
+                               "nanoseconds" if args.weight == "period" else "none")
     else:
-        write_pprof(f, lines, ("cpu", "nanoseconds") if args.weight == "period" else ("samples", "count"))
+        pprof.from_folded(lines, ("cpu", "nanoseconds") if args.weight == "period" else ("samples", "count")).write(f)
 
 
 def register(sub, symbol_options):

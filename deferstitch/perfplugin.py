@@ -27,13 +27,15 @@ from .abi import consts as C
 from .errors import DeferstitchError, FormatError
 from .model import NO_COOKIE
 from .output.atomic import Output
-from .output.frames import UNKNOWN, frame_name
-from .output.perf_records import PerfContext
+from .output import folded
+from .output.frames import UNKNOWN, comm_name, frame_lines, frame_name
+from .output.sink import Sink
 from .output.stitched_file import REPORT_FEATURE
 from .output.tables import render
 from .perfdata.feed import PerfFeed
 from .perfdata.reader import PerfData
 from .report import StitchReport
+from .symbols.perf_context import PerfContext
 from .symbols.resolver import INLINED
 from .symbols.vdso import is_vdso
 
@@ -115,8 +117,9 @@ def session_attrs(path, limit=10000):
         return [e.attr for e in perf.evlist.entries]
 
 
-class _Producer(threading.Thread):
-    """Runs our reader → stitcher over the file; hands samples over in time order."""
+class _Producer(threading.Thread, Sink):
+    """Runs our reader → stitcher over the file; hands samples over in time order (a Sink of
+    the Python path: resolved and sample, the rest Sink's stubs)."""
 
     def __init__(self, perf, ctx, max_pending):
         super().__init__(daemon=True)
@@ -126,17 +129,11 @@ class _Producer(threading.Thread):
         self.report = None
         self.error = None
 
-    def record(self, rec):
-        pass
-
     def resolved(self, s):
         s.comm = self.ctx.comm(s)
 
     def sample(self, s):
         self.q.put(s)
-
-    def close(self):
-        pass
 
     def run(self):
         try:
@@ -285,7 +282,7 @@ class Plugin:
         # perf modes identical; perf's own is the fallback
         comm = (s.comm if s else None) or d.get("comm") or ":%s" % tid
         if self.opts["folded"]:
-            key = ";".join([comm.replace(" ", "_")] +
+            key = ";".join([comm_name(comm)] +
                            [frame_name(n, dso or UNKNOWN) for _ip, n, _o, dso in reversed(frames)])
             self.folded[key] = self.folded.get(key, 0) + 1
             return
@@ -307,16 +304,12 @@ class Plugin:
             head += "[%03d] " % smp.get("cpu", 0)
         head += "%5d.%06d: %10d %s: " % (time // 10**9, time % 10**9 // 1000, smp.get("period", 0),
                                          d.get("ev_name", ""))
-        lines = [head]
-        for ip, name, off, dso in frames:
-            lines.append("\t%16x %s (%s)" % (ip, "%s+%#x" % (name, off) if name else UNKNOWN,
-                                             dso or UNKNOWN))
-        self.out.write("\n".join(lines) + "\n\n")
+        self.out.write("%s%s\n\n" % (head, frame_lines(
+            [(ip, name or None, off, dso or UNKNOWN) for ip, name, off, dso in frames])))
 
     def finish(self):
         if self.opts["folded"]:
-            for key in sorted(self.folded):
-                self.out.write("%s %d\n" % (key, self.folded[key]))
+            folded.write(self.out, self.folded)
         if self.producer is None:
             self._commit()
             return

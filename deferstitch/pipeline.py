@@ -13,11 +13,11 @@ import time
 
 from .errors import DeferstitchError, FormatError
 from .output import sink as S
-from .output.perf_records import PerfContext
 from .output.sink import Sink
 from .perfdata import engine
 from .perfdata.feed import PerfFeed
 from .perfdata.reader import PerfData
+from .symbols.perf_context import PerfContext
 
 
 class Null(Sink):

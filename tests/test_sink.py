@@ -49,3 +49,53 @@ def test_the_engines_methods_take_the_records_fields_by_name():
             assert callable(getattr(cls, "turn", None)), cls
         checked += 1
     assert checked >= 6
+
+
+def test_each_engine_output_writes_the_calls_of_its_kind():
+    """Sink's stubs do nothing: an output the engine feeds must write its own method (and
+    ORDERED its turn()), or the engine's samples would vanish unseen."""
+    for cls in outputs():
+        if cls.takes in S.RECORD_OF:
+            method = S.RECORD_OF[cls.takes][1]
+            assert getattr(cls, method) is not getattr(S.Sink, method), (cls, method)
+        if cls.takes == S.ORDERED:
+            assert cls.turn is not S.Sink.turn, cls
+
+
+def test_every_call_of_a_run_has_its_default_in_sink(monkeypatch):
+    """The calls pipeline.py, the perf feed and the trace side make on an output are Sink's
+    methods: an output that writes only sample() runs through a whole input on either path."""
+    import argparse
+    import re
+    from pathlib import Path
+
+    from conftest import capture
+
+    from deferstitch.stitcher import DEFAULT_MAX_PENDING
+
+    root = Path(pipeline.__file__).parent
+    called = set()
+    for rel in ("pipeline.py", "perfdata/feed.py", "tracecmd/cli.py"):
+        text = (root / rel).read_text()
+        called |= {a or b for a, b in re.findall(r'\bout\.(\w+)|getattr\(out, "(\w+)"', text)}
+    written = {name for cls in outputs() for name, v in vars(cls).items()
+               if callable(v) and not name.startswith("_")}
+    calls = called & written        # (out.writer, out.report, ...: attributes, not calls)
+    assert {"resolved", "record", "sample", "named", "close", "turn", "resolved_ips",
+            "resolved_counted", "outcome"} <= calls, calls
+    for name in calls:
+        assert callable(getattr(S.Sink, name, None)), name
+
+    class Samples(S.Sink):
+        def __init__(self):
+            self.n = 0
+
+        def sample(self, s):
+            self.n += 1
+
+    path, _folder = capture("b_per_task")
+    args = argparse.Namespace(input=str(path), quiet=True, max_pending=DEFAULT_MAX_PENDING,
+                              no_symbols=True, kallsyms=None, symfs=None, buildid_dir=None)
+    monkeypatch.delenv("DEFERSTITCH_ACCEL", raising=False)    # (takes None: the Python path)
+    rep, out = pipeline.run(args, lambda _perf, _ctx: Samples(), symbols=True)
+    assert out.n == rep.samples > 0

@@ -24,10 +24,10 @@ from collections import Counter
 
 from ..symbols.kallsyms import Kallsyms
 from ..symbols.maps import KERNEL_DSO, KERNEL_START, Maps
+from ..symbols.perf_context import is_running_kernel, kernel_build_id, kernel_release
 from ..symbols.resolver import Resolver
 from ..symbols.vdso import VdsoSource, is_vdso
 from .frames import UNKNOWN, frame_name, sample_ips, weight
-from .perf_records import is_running_kernel, kernel_build_id, kernel_release
 from .sink import SAMPLES, Sink
 
 

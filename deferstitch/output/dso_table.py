@@ -11,9 +11,9 @@ from ..symbols.dwarf import has_debug_info
 from ..symbols.jitdump import JitDump, marker_pid
 from ..symbols.kallsyms import KALLSYMS_DSO
 from ..symbols.locate import Locator
+from ..symbols.perf_context import default_kallsyms, kernel_build_id, mapped_dso, parse_map, vdso_source
 from ..symbols.perfmap import PerfMap, map_file, map_pid
 from ..symbols.vdso import is_vdso
-from .perf_records import default_kallsyms, kernel_build_id, mapped_dso, parse_map, vdso_source
 from .tables import table
 
 

@@ -15,18 +15,14 @@ import zlib
 from functools import partial
 
 from ..abi.consts import PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER
-from ..model import REASONS, STITCHED, UNMATCHED
-from .frames import KeyedStacks, StackCache, comm_name, counted_weight, frame_name, weight
-from .sink import CHAINS, Sink
+from ..model import REASONS, UNMATCHED
+from .frames import KeyedStacks, StackCache, comm_name, counted_weight, frame_name, lost_frame_name
+from .sink import CHAINS, CountedSink
 
 KERNEL, USER, LOST, COMM = "kernel", "user", "lost", "comm"
 FRAME_HEIGHT = 16
 MIN_WIDTH_PX = 0.1          # narrower frames are left out, as flamegraph.pl's --minwidth
 SCRIPT = os.path.join(os.path.dirname(__file__), "flamegraph.js")
-
-
-def lost_frame(reason):
-    return ("[user stack lost: %s]" % reason, LOST)
 
 
 class Node:
@@ -187,7 +183,7 @@ def _named(_pid, frames, addressed=False):
 _LOST = (None, None) + REASONS          # engine.KEYS: the reason of an unmatched outcome
 
 
-class FlameGraph(Sink):
+class FlameGraph(CountedSink):
     """Each resolved sample into a FlameTree, named through a StackCache; ``close()`` writes the
     page. On the C engine the samples come counted per stack, with their chains' context
     markers (MODE_CHAINS). With a ``namer`` (the trace side's), samples come to named(), their
@@ -207,34 +203,23 @@ class FlameGraph(Sink):
         else:
             self._names = KeyedStacks(namer, partial(_named, addressed=True), chains=True)
 
-    def resolved(self, s):
-        """A sample from the Python path (PerfFeed): its chain as the engine gives it (the
-        kernel part with its markers, then a stitched sample's user frames)."""
-        chain = tuple(s.kernel)
-        if s.outcome == STITCHED:
-            chain += (PERF_CONTEXT_USER,) + tuple(s.user)
-        self._add(s.pid, self.ctx.comm(s), chain, s.reason if s.outcome == UNMATCHED else None,
-                  weight(self.weight, s.ref.period, s.ref.entry.attr), s.after_stack)
-
     def resolved_counted(self, pid, tid, comm, ips, period, entry, count, key, _first, _last, after):
-        """``count`` samples of one chain from the C engine (perfdata/engine.py, MODE_CHAINS):
-        ``ips`` the chain as native u64 bytes, ``period`` their sum (None: the attr's fixed
-        period), ``after`` how many were stitched after their stack."""
-        self._add(pid, self.ctx.comm_of(tid, comm), ips, _LOST[key],
-                  counted_weight(self.weight, count, period, self.ctx.perf.evlist.entries, entry), after)
+        """``count`` samples of one chain (sink.Counted, MODE_CHAINS): ``ips`` the chain as
+        native u64 bytes (a tuple from the Python path), ``period`` their sum (None: the attr's
+        fixed period), ``after`` how many were stitched after their stack."""
+        self._add_named(self._names.get(pid, ips), self.ctx.comm_of(tid, comm), _LOST[key],
+                        counted_weight(self.weight, count, period, self.ctx, entry),
+                        after)
 
     def named(self, s):
         """A sample whose chain the namer names, its outcome final; it counts 1."""
         self._add_named(self._names.get(s), s.comm or "<...>",
                         s.reason if s.outcome == UNMATCHED else None, 1, s.after_stack)
 
-    def _add(self, pid, comm, chain, reason, w, after):
-        self._add_named(self._names.get(pid, chain), comm, reason, w, after)
-
     def _add_named(self, named, comm, reason, w, after):
         frames = list(named)
         if reason:
-            frames.append(lost_frame(reason))
+            frames.append((lost_frame_name(reason), LOST))
         frames.append((comm_name(comm), COMM))
         frames.reverse()
         self.tree.add(frames, w, after)

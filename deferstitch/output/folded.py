@@ -6,8 +6,8 @@ Frames without a symbol are named after their dso, as stackcollapse-perf.pl does
 from collections import Counter
 from functools import partial
 
-from .frames import KeyedStacks, StackCache, comm_name, counted_weight, frame_name, sample_ips, weight
-from .sink import COUNTED, Sink
+from .frames import KeyedStacks, StackCache, comm_name, counted_weight, frame_name
+from .sink import COUNTED, CountedSink
 
 
 def _line(_pid, frames, addressed=False):
@@ -16,7 +16,7 @@ def _line(_pid, frames, addressed=False):
     return "".join(";" + frame_name(sym, dso, addressed and ip) for ip, sym, _off, dso in reversed(frames))
 
 
-class Folded(Sink):
+class Folded(CountedSink):
     """Counts folded lines. A sample's line is named when its outcome is known (see
     PerfFeed._resolved), through a StackCache; with a ``namer`` (the trace side's), each
     sample given to named() through a KeyedStacks."""
@@ -28,24 +28,21 @@ class Folded(Sink):
         self.stacks = Counter()
         self._lines = StackCache(ctx, _line) if namer is None else KeyedStacks(namer, partial(_line, addressed=True))
 
-    def resolved(self, s):
-        """A sample from the Python path (PerfFeed)."""
-        self._add(s.pid, self.ctx.comm(s), tuple(sample_ips(s)),
-                  weight(self.weight, s.ref.period, s.ref.entry.attr))
-
     def resolved_counted(self, pid, tid, comm, ips, period, entry, count, _key, _first, _last, _after):
-        """``count`` samples of one stack from the C engine (perfdata/engine.py, MODE_COUNTED):
-        ``ips`` as native u64 bytes, ``period`` their sum (None: the attr's fixed period)."""
-        self._add(pid, self.ctx.comm_of(tid, comm), ips,
-                  counted_weight(self.weight, count, period, self.ctx.perf.evlist.entries, entry))
+        """``count`` samples of one stack (sink.Counted): ``ips`` as native u64 bytes (a tuple
+        from the Python path), ``period`` their sum (None: the attr's fixed period)."""
+        self.stacks[comm_name(self.ctx.comm_of(tid, comm)) + self._lines.get(pid, ips)] += \
+            counted_weight(self.weight, count, period, self.ctx, entry)
 
     def named(self, s):
         """A sample whose frames the namer names, its outcome final; it counts 1."""
         self.stacks[comm_name(s.comm or "<...>") + self._lines.get(s)] += 1
 
-    def _add(self, pid, comm, ips, w):
-        self.stacks[comm_name(comm) + self._lines.get(pid, ips)] += w
-
     def close(self):
-        for key in sorted(self.stacks):
-            self.f.write("%s %d\n" % (key, self.stacks[key]))
+        write(self.f, self.stacks)
+
+
+def write(f, stacks):
+    """``{"comm;outer;...;inner": weight}`` as folded lines, sorted (the fleet's too)."""
+    for key in sorted(stacks):
+        f.write("%s %d\n" % (key, stacks[key]))

@@ -128,6 +128,12 @@ def sym_text(sym, off):
     return "%s+%#x" % (sym, off) if off is not None else sym
 
 
+def lost_frame_name(reason):
+    """The frame an unmatched sample ends in, where its user part would be (pprof, flame
+    graphs, the trace side's frames): never a sample without frames, the loss where it happened."""
+    return "[user stack lost: %s]" % reason
+
+
 def frame_lines(frames):
     """perf script's frame lines, each after a newline: ``\t%16lx sym+0xoff (dso)``."""
     return "".join("\n\t%16x %s (%s)" % (ip, sym_text(sym, off), dso) for ip, sym, off, dso in frames)
@@ -161,12 +167,12 @@ def weight(kind, period, attr):
     return period if period is not None else attr.sample_period
 
 
-def counted_weight(kind, count, period, entries, entry):
-    """weight() of ``count`` samples the C engine counted as one (MODE_COUNTED, MODE_CHAINS):
-    ``period`` their sum, None when their attr (``entries[entry]``) has a fixed period."""
+def counted_weight(kind, count, period, ctx, entry):
+    """weight() of ``count`` samples counted as one (a sink.Counted): ``period`` their sum, None
+    when their attr (``ctx.perf.evlist.entries[entry]``) has a fixed period."""
     if kind != "period":
         return count
-    return period if period is not None else count * entries[entry].attr.sample_period
+    return period if period is not None else count * ctx.perf.evlist.entries[entry].attr.sample_period
 
 
 def sample_period(s):

@@ -1,12 +1,18 @@
 """Sink: what an output takes from the run, and the calls it gets, on both paths.
 
-Every output is a Sink. The Python path (perfdata/feed.py PerfFeed, the definition) calls
+Every output is a Sink, and every call a run may make has its default in Sink below, doing
+nothing (as perf's util/tool.c gives every callback of a tool its stub): an output writes only
+the calls it cares about, and a new call is one stub there. The Python path (perfdata/feed.py
+PerfFeed, the definition) calls
 
-    resolved(s)        a sample whose outcome is known, the moment it is (if the output has it:
-                       names taken then see the maps as they were when the stack was taken)
+    resolved(s)        a sample whose outcome is known, the moment it is (names taken then see
+                       the maps as they were when the stack was taken)
     record(rec)        a record other than a sample, in time order (maps, comms, lost, ...)
     sample(s)          a sample whose outcome is final, in time order
     close()            the input has ended (or stopped at damage): finish the output
+
+The trace side (tracecmd/cli.py) calls named(s) for each sample, its outcome final, in time
+order (the sample's frames named by the side's namer), then close().
 
 The C engine (perfdata/engine.py) hands the same samples in fewer, cheaper calls. What an output
 takes from it is declared by its class attribute ``takes``, one of the kinds below; pipeline.py
@@ -41,6 +47,10 @@ their sum), ``entry`` the attr's index in perf.evlist.entries, ``key`` the outco
 """
 from collections import namedtuple
 
+from ..abi.consts import PERF_CONTEXT_USER
+from ..model import OUTCOME_KEYS, STITCHED
+from .frames import sample_ips, sample_period
+
 REPORT, FILE, SAMPLES, ORDERED, COUNTED, CHAINS, OUTCOMES = (
     "report", "file", "samples", "ordered", "counted", "chains", "outcomes")
 
@@ -53,6 +63,8 @@ Counted.__doc__ = """``count`` samples of one (pid, tid, comm, ips, entry, outco
 and ``last`` their first and last times, ``after`` how many were stitched after their stack."""
 Outcome = namedtuple("Outcome", "time cpu tid comm key")
 
+_KEY = {k: i for i, k in enumerate(OUTCOME_KEYS)}        # an outcome or reason -> its number
+
 # what each kind hands, and the method that takes it
 RECORD_OF = {SAMPLES: (Resolved, "resolved_ips"), ORDERED: (Ordered, "resolved_ips"),
              COUNTED: (Counted, "resolved_counted"), CHAINS: (Counted, "resolved_counted"),
@@ -60,10 +72,14 @@ RECORD_OF = {SAMPLES: (Resolved, "resolved_ips"), ORDERED: (Ordered, "resolved_i
 
 
 class Sink:
-    """An output: the calls of the Python path below, each doing nothing until overridden;
-    ``takes`` and the engine's calls as the module docstring lists them."""
+    """An output: every call of the run, each doing nothing until overridden; ``takes`` says
+    which of the engine's calls it gets (the module docstring)."""
 
     takes = None            # what the C engine hands this output (above); None: the Python path
+
+    # -- the Python path (PerfFeed) and the trace side -------------------------------------------
+    def resolved(self, s):
+        """A sample whose outcome is known, the moment it is (names taken now see its maps)."""
 
     def record(self, rec):
         """A record other than a sample, in time order (maps, comms, lost, ...)."""
@@ -71,5 +87,45 @@ class Sink:
     def sample(self, s):
         """A sample whose outcome is final, in time order."""
 
+    def named(self, s):
+        """The trace side: a sample whose frames its namer names, its outcome final, in time order."""
+
+    # -- the C engine: each record's fields as the parameters (RECORD_OF) ------------------------
+    def resolved_ips(self, *_resolved):
+        """SAMPLES: a Resolved; ORDERED: an Ordered, as each sample is resolved."""
+
+    def turn(self, number):
+        """ORDERED: sample ``number`` (an Ordered's) is next in time order."""
+
+    def resolved_counted(self, *_counted):
+        """COUNTED and CHAINS: a Counted, per distinct stack and outcome."""
+
+    def outcome(self, *_outcome):
+        """OUTCOMES: an Outcome per sample, in time order."""
+
+    # -- both --------------------------------------------------------------------------------------
     def close(self):
         """The input has ended (or stopped at damage): finish the output."""
+
+
+def counted(s, chain=False):
+    """A sample of the Python path as the engine's Counted of one: ``ips`` its real addresses
+    (frames.sample_ips), or with ``chain`` its chain as MODE_CHAINS hands it (the kernel part
+    with its context markers, then a stitched sample's PERF_CONTEXT_USER and user frames)."""
+    if chain:
+        ips = tuple(s.kernel)
+        if s.outcome == STITCHED:
+            ips += (PERF_CONTEXT_USER,) + tuple(s.user)
+    else:
+        ips = tuple(sample_ips(s))
+    return (s.pid, s.tid, s.comm, ips, sample_period(s), None, 1,       # (a tuple: one a sample)
+            _KEY[s.reason or s.outcome], s.time, s.time, 1 if s.after_stack else 0)
+
+
+class CountedSink(Sink):
+    """An output that sums samples per stack (COUNTED, CHAINS): resolved_counted() is its one
+    way in, on the engine and, each sample a Counted of one (counted()), on the Python path.
+    Each declares its ``takes``, COUNTED or CHAINS (this base, no output, none)."""
+
+    def resolved(self, s):
+        self.resolved_counted(*counted(s, self.takes == CHAINS))

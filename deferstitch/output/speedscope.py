@@ -4,13 +4,13 @@ profile per thread, frames shared, stacks root first, ``weights`` as long as ``s
 The format lists every sample in time order, so the file grows with the input; what is held
 per sample is a stack number and a weight in two arrays (12 bytes), and each distinct stack is
 encoded to JSON once. The file is written as json.dump would write it, without json.dump's
-per-item Python encoder (7 s for the 346 k samples of c_per_task x10)."""
+per-item Python encoder (7 s for the 346 k samples of c_per_task x10). The fleet's file, one
+profile per comm from named, summed stacks, is written by the same write() (from_folded())."""
 import json
 from array import array
 
 from .. import __version__
-from .frames import frame_name
-from .frames import StackCache, sample_ips, weight
+from .frames import StackCache, frame_name, sample_ips, weight
 from .sink import SAMPLES, Sink
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
@@ -63,20 +63,47 @@ class Speedscope(Sink):
         prof[2].append(w)
 
     def close(self):
-        head = json.dumps({"$schema": SCHEMA, "name": self.name,
-                           "exporter": "deferstitch %s" % __version__, "activeProfileIndex": 0,
-                           "shared": {"frames": self.frames}})
-        write, texts = self.f.write, self._texts
-        write(head[:-1] + ', "profiles": [')
-        for i, (tid, (comm, samples, weights)) in enumerate(
-                sorted(self.profiles.items(), key=lambda kv: kv[0] or 0)):
-            head = json.dumps({"type": "sampled", "name": "%s (tid %s)" % (comm, tid),
-                               "unit": "none", "startValue": 0, "endValue": sum(weights)})
-            write((", " if i else "") + head[:-1] + ', "samples": [')
-            for at in range(0, len(samples), 4096):
-                write((", " if at else "") + ", ".join([texts[n] for n in samples[at:at + 4096]]))
-            write('], "weights": [')
-            for at in range(0, len(weights), 4096):
-                write((", " if at else "") + ", ".join(map(str, weights[at:at + 4096])))
-            write("]}")
-        write("]}\n")
+        write(self.f, self.name, self.frames, self._texts, (
+            ("%s (tid %s)" % (comm, tid), samples, weights)
+            for tid, (comm, samples, weights) in sorted(self.profiles.items(), key=lambda kv: kv[0] or 0)))
+
+
+def write(f, name, frames, texts, profiles, unit="none"):
+    """The file: ``frames`` the shared frames (dicts), ``texts`` each stack's frame indexes root
+    first as JSON, ``profiles`` (name, samples, weights) each, a sample its stack's number in
+    ``texts``. Written as json.dump would write it, without json.dump's per-item encoder."""
+    head = json.dumps({"$schema": SCHEMA, "name": name, "exporter": "deferstitch %s" % __version__,
+                       "activeProfileIndex": 0, "shared": {"frames": frames}})
+    write = f.write
+    write(head[:-1] + ', "profiles": [')
+    for i, (pname, samples, weights) in enumerate(profiles):
+        head = json.dumps({"type": "sampled", "name": pname, "unit": unit, "startValue": 0,
+                           "endValue": sum(weights)})
+        write((", " if i else "") + head[:-1] + ', "samples": [')
+        for at in range(0, len(samples), 4096):
+            write((", " if at else "") + ", ".join([texts[n] for n in samples[at:at + 4096]]))
+        write('], "weights": [')
+        for at in range(0, len(weights), 4096):
+            write((", " if at else "") + ", ".join(map(str, weights[at:at + 4096])))
+        write("]}")
+    write("]}\n")
+
+
+def from_folded(f, lines, name, unit="none"):
+    """The fleet's file from named stacks (``{"comm;outer;...;inner": weight}``): one profile
+    per comm, a frame per distinct name, the stacks in sorted order."""
+    frames, index, profiles, texts = [], {}, {}, []
+    for line in sorted(lines):
+        comm, *stack = line.split(";")
+        ids = []
+        for fr in stack:
+            i = index.get(fr)
+            if i is None:
+                i = index[fr] = len(frames)
+                frames.append({"name": fr})
+            ids.append(i)
+        prof = profiles.setdefault(comm, ([], []))
+        prof[0].append(len(texts))
+        texts.append(json.dumps(ids))
+        prof[1].append(lines[line])
+    write(f, name, frames, texts, ((comm, s, w) for comm, (s, w) in sorted(profiles.items())), unit)

@@ -16,7 +16,7 @@ from collections import Counter
 
 from ..abi.consts import PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER
 from ..model import UNMATCHED
-from ..output.frames import UNKNOWN, frame_lines, sym_text
+from ..output.frames import UNKNOWN, frame_lines, lost_frame_name, sym_text
 from ..symbols.demangle import Demangler
 from ..symbols.elf import ElfError, ElfSymbols
 from ..symbols.maps import KERNEL_DSO
@@ -105,7 +105,7 @@ class Namer:
         why its user stack is lost."""
         out = self._kernel_frames(s) + self._user_frames(s)
         if s.outcome == UNMATCHED:
-            out.append((0, "[user stack lost: %s]" % s.reason, None, UNKNOWN))
+            out.append((0, lost_frame_name(s.reason), None, UNKNOWN))
         return out
 
     def chain(self, s):

@@ -1,15 +1,16 @@
-"""Turn perf records seen in time order into names: the maps, comms and symbols an output needs."""
+"""PerfContext: perf.data's side-band records (maps, comms, KSYMBOL, jitdump markers), seen in time
+order, turned into what names a frame: the maps, comms and symbol sources the outputs need."""
 import os
 
 from ..abi import consts as C
 from ..abi import records as R
 from ..errors import DeferstitchError
-from ..symbols.kallsyms import KALLSYMS_DSO, Kallsyms, find_kallsyms, running_build_id
-from ..symbols.jitdump import marker_pid
-from ..symbols.maps import Maps
-from ..symbols.perfmap import PROT_EXEC, map_dso, map_pid
-from ..symbols.resolver import Resolver
-from ..symbols.vdso import VdsoSource
+from .kallsyms import KALLSYMS_DSO, Kallsyms, find_kallsyms, running_build_id
+from .jitdump import marker_pid
+from .maps import Maps
+from .perfmap import PROT_EXEC, map_dso, map_pid
+from .resolver import Resolver
+from .vdso import VdsoSource
 
 
 def kernel_build_id(perf):
