@@ -68,7 +68,9 @@ class Namer:
             return None, 0, path
         why, build_id = self._traced_id(path)
         if why is None and self.resolver.elf_for(path, build_id) is None:
-            why = "no symbol covers the offset"     # an ELF file without symbols
+            # a file found but unreadable (damaged), else an ELF file without symbols
+            why = ("not an ELF file" if self.resolver.located(path, build_id).symtab is not None
+                   else "no symbol covers the offset")
         if why is not None:
             self.unnamed[why] += n
             return None, 0, path
