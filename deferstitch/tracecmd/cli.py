@@ -98,8 +98,7 @@ def cmd_trace(args):
     if cmd == "flamegraph":
         refuse_terminal(args.output, "a flame graph's HTML")
     with Trace(path) as trace, Output(args.output, inputs=[path]) as f:   # replaced when whole
-        namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols,
-                      demangle=not args.no_demangle)
+        namer = _namer(trace, args)
         if cmd == "flamegraph":
             out = FlameGraph(f, None, args.output, title=args.title or "Flame Graph: %s" % path,
                              width=args.width, inverted=args.inverted, namer=namer)
@@ -114,6 +113,16 @@ def cmd_trace(args):
     if err is not None:                     # the good part is written; exit 2
         raise err
     return 0
+
+
+def _namer(trace, args):
+    """The Namer of a command: the perf side's symbol options, and its warnings on stderr."""
+    def warn(line):
+        if not args.quiet:
+            sys.stderr.write(line + "\n")
+    return Namer(trace, symfs=args.symfs, symbols=not args.no_symbols,
+                 demangle=not args.no_demangle, inline=not args.no_inline,
+                 buildid_dir=args.buildid_dir, warn=warn)
 
 
 def buffers_table(rep):
@@ -134,8 +143,7 @@ def _report(path, args, timeline=None):
     """The report of a trace.dat, with the user frames that would stay unnamed (see Namer)
     counted by reason; ``timeline`` (report --html) gets the samples and missed-event marks."""
     with Trace(path) as trace:
-        namer = Namer(trace, symfs=args.symfs, symbols=not args.no_symbols,
-                      demangle=not args.no_demangle)
+        namer = _namer(trace, args)
 
         def stitched(frames, n):
             for where, off in frames:
@@ -199,6 +207,13 @@ OPTIONS = [
                                             "names frames)"), COMMANDS),
     (("--no-symbols",), dict(action="store_true", help="raw addresses and offsets, no names"),
      COMMANDS),
+    (("--buildid-dir",), dict(metavar="DIR", help="perf's build-id cache, searched for the traced "
+                                                  "files' debug files by their build id (default: "
+                                                  "DIR/.debug with --symfs DIR, else ~/.debug)"),
+     ("script", "folded", "flamegraph")),
+    (("--no-inline",), dict(action="store_true", help="leave out the calls inlined at each "
+                                                      "address, as perf script --no-inline"),
+     ("script", "folded", "flamegraph")),
     (("--no-demangle",), dict(action="store_true", help="C++, Rust, OCaml and Java names as they "
                                                         "are in the binary, as perf --no-demangle"),
      ("script", "folded", "flamegraph")),

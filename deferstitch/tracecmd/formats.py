@@ -1,8 +1,8 @@
 """trace.dat metadata parsed as libtraceevent 1.7.1 and libtracecmd 3.1.6 parse it (Debian
-bookworm's, the ones _ffi.Handle loads): event formats, header_page, kallsyms, saved cmdlines.
+bookworm's, the ones tests/libtracecmd.Handle loads): event formats, header_page, kallsyms, saved cmdlines.
 
 Each function follows its C original step by step, quirks included, so that what it gives equals
-what _ffi.Handle gets from the library (tests/test_tracecmd_formats.py holds them equal):
+what tests/libtracecmd.Handle gets from the library (tests/test_tracecmd_formats.py holds them equal):
 
 - parse_event: libtraceevent src/event-parse.c parse_format (event_read_name, event_read_id,
   event_read_format -> event_read_fields, the start of event_read_print), over its tokenizer
@@ -540,11 +540,11 @@ class Events:
             self._add(ev, why)
 
     def common_layout(self):
-        """_ffi.Handle.common_layout: (type offset, type size, pid offset, pid size, end of the
+        """tests/libtracecmd.Handle.common_layout: (type offset, type size, pid offset, pid size, end of the
         common fields) from the first event's common fields (tep_data_type/pid read there)."""
         if not self.events:
             return (0, 0, 0, 0, 0)
-        common = {f.name: f for f in self.events[0].common}       # as _ffi's: the last wins
+        common = {f.name: f for f in self.events[0].common}       # as libtracecmd's: the last wins
         end = max((f.offset + f.size for f in common.values()), default=0)
         t, pid = common.get("common_type"), common.get("common_pid")
         return ((t.offset, t.size) if t else (0, 0)) + ((pid.offset, pid.size) if pid else (0, 0)) \

@@ -5,8 +5,11 @@ trace-cmd report plugin prints.
 
 Frames of an ftrace sample, innermost first:
     kernel  int address          named by the trace.dat's own kallsyms (tep_find_function)
-    user    (path, file offset)  from user_unwind_stack + inode_cache; named through the ELF
-                                 file when it exists here (or under --symfs)
+    user    (path, file offset)  from user_unwind_stack + inode_cache; named through the one
+                                 resolver of both sides (symbols/resolver.py: debug files,
+                                 the build-id cache, inlined calls), from the traced file only
+            ([anon], address)    anonymous memory (inode 0): a JIT's code, named by the
+                                 process's /tmp/perf-PID.map as perf names it
             (None, address)      from the synchronous user_stack: no file known
 Folded and flame graphs name a user frame of no known file (these, and addresses no VMA
 covered) by its address: output/frames.py, frame_name.
@@ -17,27 +20,35 @@ from collections import Counter
 from ..abi.consts import PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER
 from ..model import UNMATCHED
 from ..output.frames import UNKNOWN, frame_lines, lost_frame_name, sym_text
-from ..symbols.demangle import Demangler
-from ..symbols.elf import ElfError, ElfSymbols
-from ..symbols.maps import KERNEL_DSO
+from ..symbols.elf import ElfError, ElfFile
+from ..symbols.maps import KERNEL_DSO, Maps
+from ..symbols.resolver import INLINED, Resolver
+from .reader import ANON
 
 # the context markers a perf callchain puts before its kernel and its user part (Namer.chain)
 _KERNEL, _USER = (PERF_CONTEXT_KERNEL, None, 0, None), (PERF_CONTEXT_USER, None, 0, None)
 
 
 class Namer:
-    """Names frames: kernel through the trace's kallsyms, user files through their ELF symbols,
-    but only from the file that was traced: a file under ``--symfs`` (the user vouches for it),
-    or the file at that path here if its (inode, dev) are the ones inode_cache recorded. Any
-    other file at that path may be another build: its frames stay ``path+0xoffset`` and
-    ``unnamed`` counts them by reason."""
+    """Names frames: kernel through the trace's kallsyms, user files through the resolver the
+    perf side names with (its ELF symbols, debug files and inlined calls), but only for the file
+    that was traced: a file under ``--symfs`` (the user vouches for it), or the file at that path
+    here if its (inode, dev) are the ones inode_cache recorded. Any other file at that path may
+    be another build: its frames stay ``path+0xoffset`` and ``unnamed`` counts them by reason.
+    The resolver searches debug files by the traced file's own build id, so none of another
+    build is taken either."""
 
-    def __init__(self, trace=None, symfs=None, symbols=True, demangle=True):
+    def __init__(self, trace=None, symfs=None, symbols=True, demangle=True, inline=True,
+                 buildid_dir=None, warn=None):
         self.trace, self.symfs, self.symbols = trace, symfs, symbols
-        self.demangle = Demangler(demangle)     # user names as perf prints them (demangle.py)
+        # one resolver for both sides: its maps stay empty, the frames come as (path, offset)
+        self.resolver = Resolver(Maps(), None, symfs, buildid_dir, enabled=symbols,
+                                 demangle=demangle)
+        self.resolver.inline = symbols and inline
+        self.resolver.warn = warn   # warn(line): DWARF that cannot be read, said once a file
         self.recorded = {}          # (inode, dev) -> path: the feed's inode_cache (FtraceFeed.paths)
         self.unnamed = Counter()    # reason -> user frames left without a name
-        self._elf = {}              # path -> ElfSymbols, or why there is none
+        self._traced = {}           # path -> (why not, or None; the traced file's build id)
         self._kernel = {}           # address -> its kallsyms name (the file's, fixed)
 
     def kernel(self, addr):
@@ -55,27 +66,55 @@ class Namer:
             return None, 0, path or UNKNOWN
         if not self.symbols:
             return None, 0, path
-        elf = self._elf_for(path)
-        if isinstance(elf, str):
-            self.unnamed[elf] += n
+        why, build_id = self._traced_id(path)
+        if why is None and self.resolver.elf_for(path, build_id) is None:
+            # a file found but unreadable (damaged), else an ELF file without symbols
+            why = ("not an ELF file" if self.resolver.located(path, build_id).symtab is not None
+                   else "no symbol covers the offset")
+        if why is not None:
+            self.unnamed[why] += n
             return None, 0, path
-        hit = elf.find(off)
-        if hit is None:
+        sym, symoff = self.resolver.file_symbol(path, build_id, off)
+        if sym is None:
             self.unnamed["no symbol covers the offset"] += n
             return None, 0, path
-        return self.demangle(hit[0]), hit[1] or None, path
+        return sym, symoff or None, path
 
-    def _elf_for(self, path):
-        elf = self._elf.get(path)
-        if elf is None:
+    def user_frames(self, path, off, pid=None):
+        """[(off, sym, symoff, dso)] of one user frame, innermost first: the calls inlined at
+        that offset (dso ``inlined``) above the frame that holds them, as the perf side lists
+        them (Resolver.frames); an [anon] frame of process ``pid`` named by its perf map."""
+        if path == ANON and pid is not None and self.symbols:
+            hit = self.resolver.jit.find("/tmp/perf-%d.map" % pid, off)
+            if hit is not None and hit[0] is not None:
+                return [(off, hit[0], hit[1] or None, hit[2])]
+        sym, symoff, dso = self.user(path, off)
+        if sym is None or not self.resolver.inline:
+            return [(off, sym, symoff, dso)]
+        listed = self.resolver.inlined(path, self._traced[path][1], off, True)
+        if not listed:
+            return [(off, sym, symoff, dso)]
+        return [(off, sym, symoff, dso) if name is None else (off, name, symoff, INLINED)
+                for name in listed]
+
+    def _traced_id(self, path):
+        """(why not, None) when the file at path is not the traced one, else (None, its
+        build id or None), found once a path."""
+        hit = self._traced.get(path)
+        if hit is None:
             full, why = self._traced_file(path)
+            build_id = None
             if why is None:
                 try:
-                    elf = ElfSymbols(full)
+                    elf = ElfFile(full)
+                    try:
+                        build_id = elf.build_id()
+                    finally:
+                        elf.m.close()
                 except (OSError, ElfError, ValueError):
                     why = "not an ELF file"
-            self._elf[path] = elf = why if why is not None else elf
-        return elf
+            hit = self._traced[path] = (why, build_id)
+        return hit
 
     def _traced_file(self, path):
         """(the file to read, None) when it is the traced one, else (None, why not)."""
@@ -96,8 +135,12 @@ class Namer:
 
     def stack_key(self, s):
         """What frames(s) depends on: its result is the same for samples of one key (a user
-        file's names are fixed from the first time it is named), so outputs may keep it."""
-        return s.kernel, s.user, s.reason if s.outcome == UNMATCHED else None
+        file's names are fixed from the first time it is named; an [anon] frame's name is its
+        process's), so outputs may keep it."""
+        key = s.kernel, s.user, s.reason if s.outcome == UNMATCHED else None
+        if s.user and any(path == ANON for path, _off in s.user):
+            return key + (s.pid,)
+        return key
 
     def frames(self, s):
         """[(number, sym, symoff, dso)] innermost first: the number printed is the kernel address,
@@ -122,8 +165,7 @@ class Namer:
     def _user_frames(self, s):
         out = []
         for path, off in (s.user or ()):
-            sym, symoff, dso = self.user(path, off)
-            out.append((off, sym, symoff, dso))
+            out += self.user_frames(path, off, s.pid)
         return out
 
 

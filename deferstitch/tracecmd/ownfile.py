@@ -50,7 +50,7 @@ def keep_big_blocks_mapped():
 
 
 class OwnFile:
-    """An open trace.dat's metadata, with _ffi.Handle's names and values, and its buffers'
+    """An open trace.dat's metadata, with the names and values of libtracecmd's handle (tests/libtracecmd.py), and its buffers'
     CPU data tables (``tables``: [(name, [CpuData], FormatError or None)], the top buffer
     first; ``unreadable``: the errors of the buffers we do not read)."""
 
