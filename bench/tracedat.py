@@ -15,7 +15,7 @@ Every row once per round, rounds interleaved, each ratio taken within its round 
 read), then the median and the spread [min-max]; peak RSS per row (GNU time's %M: the largest
 process of the tree; for the 3.4 rows that is what the sid-run chroot lets it see, 3 MB on the
 big traces: not comparable). On the smaller v6 files only: `trace report (Python feed)`
-(DEFERSTITCH_TRACE_FEED=python, the definition of the C feed) and `trace report (libtracecmd)`
+(DEFERSTITCH_TRACE_FEED=python, the definition of the C feed) and `trace report (walk.py)`
 (DEFERSTITCH_ACCEL=0). Before timing, each conversion's `trace report --json` and `trace
 folded` are compared with the v6 file's: a line per mismatch (or per file deferstitch cannot
 read). `--trace-only big-13.5,varied` keeps the files whose name holds one of the words.

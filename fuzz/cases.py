@@ -1,7 +1,7 @@
 """One fuzz case: input bytes -> our pipeline, and the invariants every input must keep.
 
     trace_case(data)    a trace.dat through the bridge and the ftrace reader, its pages read
-                        by us and by libtracecmd: the same reports and errors; and through
+                        by the C walker and by walk.py: the same reports and errors; and through
                         the C feed (feed_case)
     feed_case(data)     a trace.dat through the C feed (_tracefeed.c) and the Python feed, both
                         over our page reader: the same samples, reports and errors
@@ -13,7 +13,7 @@
 An input ends either in a report whose counts add up (samples == stitched + passed +
 sum(unmatched)) or in a DeferstitchError: one line naming the file. Anything else raises
 (AssertionError, or the stray exception itself) and the harness saves the input; a crash in C
-(ours or libtracecmd's) is caught by libFuzzer, which saves it too. Shared by fuzz_trace.py,
+(ours) is caught by libFuzzer, which saves it too. Shared by fuzz_trace.py,
 module_fuzz.c and tests/test_fuzz_harness.py.
 """
 import atexit
@@ -45,10 +45,9 @@ def trace_case(data):
     path = _write(data, "case.dat")
     ours = _trace_run(path, True)
     theirs = _trace_run(path, False)
-    # fork() refused (ENOMEM) is this process's address space, not the machine's load: a
-    # mapping past the machine's memory (libtracecmd leaking a buffer a damaged size asked for,
-    # 4 GiB per open of trace-malloc-4g.dat, merged into one) is refused by fork in the kernel's
-    # overcommit heuristic. Said here, at the input that did it, not by the next test that forks.
+    # fork() refused (ENOMEM) would be a leak of this process's address space (a buffer a
+    # damaged size asked for, kept): said here, at the input that did it, not by the next test
+    # that forks.
     for r in (ours, theirs):
         assert not (r[2] and "cannot fork" in r[2]), "%s (VmSize %s)" % (r[2], _vm_size())
     assert ours[1:] == theirs[1:], "the C walker and walk.py differ:\n%s\n%s" % (

@@ -1,13 +1,13 @@
-"""atheris (libFuzzer for Python) over the trace.dat side: libtracecmd, bridge.py, reader.py.
+"""atheris (libFuzzer for Python) over the trace.dat side: ownfile.py, bridge.py, reader.py.
 
 Usage (make fuzz does this; any libFuzzer flag goes through):
     python3 fuzz/fuzz_trace.py CORPUS_DIR SEED_DIR -max_total_time=600 -artifact_prefix=CRASH_DIR/trace-
     python3 fuzz/fuzz_trace.py CRASH_FILE           # replay one input
 
 Coverage is that of our Python (bridge, reader, stitcher), so mutations that reach new decoding
-paths are kept; libtracecmd itself is not instrumented. A case fails when fuzz/cases.py's
+paths are kept. A case fails when fuzz/cases.py's
 trace_case raises (a traceback where one line was due, counts that do not add up) or when the
-process dies (a SIGSEGV/SIGBUS in libtracecmd or in a copy): libFuzzer saves the input under
+process dies (a SIGSEGV/SIGBUS in the C walker or in a copy): libFuzzer saves the input under
 -artifact_prefix. pip install atheris.
 """
 import os

@@ -53,7 +53,7 @@ def test_damaged_trace_files_pass_the_checks(f):
         try:
             before = vm_size()
             cases.trace_case(f.read_bytes())
-            # nothing of what libtracecmd allocated for the file stays in this process: a leaked
+            # nothing allocated for the file stays in this process: a leaked
             # buffer is address space (no RSS), and once one mapping is past the machine's
             # memory, every later fork() of the test run is ENOMEM (CI: 74 failures after this)
             grew = vm_size() - before

@@ -1,7 +1,6 @@
-"""The trace.dat metadata is walked before libtracecmd reads it (deferstitch/tracecmd/headers.py):
-a size that does not fit in the file is one line with its offset, exit 2, and libtracecmd is
-never asked to open the file (its ``malloc(size + 1)`` wraps on such sizes and the read after
-it overwrites the heap: a crash, or none, as the heap happens to lie).
+"""The trace.dat metadata walked as libtracecmd reads it (deferstitch/tracecmd/headers.py): a
+size that does not fit in the file is one line with its offset, exit 2 (libtracecmd 1.3 trusts
+such sizes: its ``malloc(size + 1)`` wraps and the read after it overwrites the heap).
 
 Positions are found here by a walk of the layout of trace-cmd.dat(5) written for the test, not
 by the module under test; every valid trace.dat the tests have must pass the walk.
@@ -122,8 +121,8 @@ def test_kallsyms_of_0xffffffff_is_refused_at_its_size(v6, tmp_path):
 
 
 def test_the_fuzzers_bad_free_is_the_same_line_every_time():
-    """tests/data/trace-open-badfree.dat: kallsyms size 0xffffffff. Before the walk the probe's
-    child died of signal 6 or 11, or lived and the process aborted, as the heap lay."""
+    """tests/data/trace-open-badfree.dat: kallsyms size 0xffffffff (libtracecmd 1.3 died of
+    signal 6 or 11 on it, or lived and aborted later, as the heap lay): one line, every time."""
     path = DATA / "trace-open-badfree.dat"
     lines = {one_line_exit_2(run_cli("trace", "report", path), path) for _ in range(4)}
     offset, _ = v6_fields(path.read_bytes())["kallsyms"]

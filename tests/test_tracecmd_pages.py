@@ -1,5 +1,5 @@
-"""Our reader of the ring-buffer pages (deferstitch/_tracedat.c, tracecmd/pages.py) against
-libtracecmd (DEFERSTITCH_ACCEL=0, the definition): the same bytes out of ``deferstitch trace``
+"""The C reader of the ring-buffer pages (deferstitch/_tracedat.c, tracecmd/pages.py) against
+walk.py's (DEFERSTITCH_ACCEL=0, the definition): the same bytes out of ``deferstitch trace``
 on every trace.dat the tests have, damaged ones included, and on pages damaged on purpose.
 
 Run as users run it (subprocesses): a crash is a signal here, not a dead test run."""
@@ -105,7 +105,7 @@ def test_damaged_pages_one_line_the_same_from_both(synth, tmp_path):
         assert p.returncode == 2 and words in err, (name, err)
         assert ("offset %#x" % page)[:-3] in err and "damaged ring-buffer page" in err, (name, err)
         assert '"complete": false' in p.stdout.decode(), name
-    # cut inside a CPU's pages: libtracecmd 3.1.6 dies opening it (in the probe's child)
+    # cut inside a CPU's pages (libtracecmd 3.1.6 dies opening it)
     bad = damaged(path, tmp_path, "cut", lambda d: d.__delitem__(slice(page + 100, None)))
     p = both(bad, "report", "--json")
     assert p.returncode == 2 and b"truncated" in p.stderr, p.stderr

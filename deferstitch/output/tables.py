@@ -2,25 +2,23 @@
 from ..model import PASSED, REASONS, STITCHED
 
 
-def _tabulate():
-    """tabulate, imported when a table is drawn (it costs 50 ms of every command's start);
-    None in perf's embedded Python when it lacks it: plain columns then."""
-    try:
-        from tabulate import tabulate
-    except ImportError:
-        return None
-    return tabulate
-
-
 def table(rows, headers):
-    tabulate = _tabulate()
-    if tabulate is not None:
-        return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
-    cols = [headers] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(str(r[i])) for r in cols) for i in range(len(headers))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in cols]
+    """Columns as tabulate's "simple" layout draws our cells (tablefmt="simple",
+    disable_numparse=True), written here so that the report is the same bytes wherever it is
+    printed, perf's embedded Python without tabulate included: every cell text, None empty,
+    stripped (not the headers); each column as wide as its widest cell and at least its
+    header plus 2, left aligned, two spaces between; dashes under the headers; each line's
+    end trimmed. tests/test_tables.py holds it to tabulate."""
+    cols = [[str(h) for h in headers]] + [[_cell(c) for c in r] for r in rows]
+    widths = [max([len(cols[0][i]) + 2] + [len(r[i]) for r in cols[1:] if i < len(r)])
+              for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cols]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _cell(c):
+    return "" if c is None else str(c).strip()
 
 
 def _pct(n, total):
