@@ -8,6 +8,7 @@ Examples:
   deferstitch folded perf.data > out.folded       for flamegraph.pl
   deferstitch export perf.data --format speedscope -o out.speedscope.json
   deferstitch export perf.data --format pprof -o out.pb.gz      pprof -http=: out.pb.gz
+  deferstitch folded --off-cpu sched.data         where tasks wait: ns per stack (sched_switch)
   perf record -o - --call-graph fp,defer ... | deferstitch folded -
 
 Bad input: one line naming the file and offset, exit status 2.
@@ -24,7 +25,9 @@ from .abi import consts as C
 from .errors import DeferstitchError, FormatError, OutputError
 from .output.atomic import NamedStdout, Output, Terminated, on_sigterm, refuse_terminal
 from .output.dso_table import DsoTable
+from .output import offcpu, select
 from .output.folded import Folded
+from .output.offcpu import OffCpuFeed
 from .output.perf_script import PerfScript
 from .output.stitched_file import StitchedFile
 from .output.tables import render, table
@@ -137,10 +140,11 @@ def cmd_report(args):
 
         def make(perf, _ctx):
             if page is None:
-                made.append(pipeline.Null())
+                out = pipeline.Null()
             else:
                 from .output.report_page import ReportPage
-                made.append(ReportPage(page, perf, "%s: deferred callchain stitching" % args.input))
+                out = ReportPage(page, perf, "%s: deferred callchain stitching" % args.input)
+            made.append(OffCpuFeed(out, perf, args.preempted) if args.off_cpu else out)
             return made[-1]
         try:
             rep, _out = pipeline.run(args, make, hint=True)
@@ -149,9 +153,14 @@ def cmd_report(args):
                 raise
             err, rep = e, made[-1].report
     if args.json:
-        print(json.dumps(rep.to_json(), indent=1))
+        doc = rep.to_json()
+        if args.off_cpu:
+            doc["off_cpu"] = offcpu.to_json(made[-1])
+        print(json.dumps(doc, indent=1))
     else:
         sys.stdout.write(render(rep, "%s: deferred callchain stitching" % args.input))
+        if args.off_cpu:
+            sys.stdout.write("\n" + offcpu.tables(made[-1]))
     if err is not None:
         sys.stdout.flush()
         raise err
@@ -160,10 +169,25 @@ def cmd_report(args):
 
 def _text_output(args, make, binary=False):
     """Run an output that names frames (it needs the maps and comms of the stream); the file
-    replaces ``-o`` only when whole (output/atomic.py)."""
+    replaces ``-o`` only when whole (output/atomic.py). With --off-cpu or --wall-clock the
+    output is fed waits (output/offcpu.py), with --event one event's samples (output/select.py)."""
     perf = PerfData.open(args.input)        # a bad input says so before any output exists
+    waits = getattr(args, "off_cpu", False) or getattr(args, "wall_clock", False)
+    choose = None
+    if waits:
+        offcpu.switch_events_or_fail(perf, args.wall_clock)
+        offcpu.warn_estimate(perf, args.quiet)
+    elif getattr(args, "event", None) is not None:
+        choose = select.entries_named(perf, args.event)
+    elif hasattr(args, "event"):
+        select.warn_mixed(perf, args.quiet)
+
+    def wrap(out):
+        if waits:
+            return OffCpuFeed(out, perf, args.preempted, args.wall_clock)
+        return select.EventSelect(out, choose) if choose is not None else out
     with Output(args.output, binary=binary, inputs=[args.input]) as f:
-        pipeline.run(args, lambda perf, ctx: make(f, ctx), symbols=True, perf=perf)
+        pipeline.run(args, lambda perf, ctx: wrap(make(f, ctx)), symbols=True, perf=perf)
     return 0
 
 
@@ -171,10 +195,10 @@ def cmd_export(args):
     if args.format == "pprof":
         from .output.pprof import Pprof
         refuse_terminal(args.output, "a gzip'd pprof profile")
-        return _text_output(args, lambda f, ctx: Pprof(f, ctx), binary=True)
+        return _text_output(args, lambda f, ctx: Pprof(f, ctx, off_cpu=_waits(args)), binary=True)
     from .output.speedscope import Speedscope
     refuse_terminal(args.output, "speedscope's JSON")
-    return _text_output(args, lambda f, ctx: Speedscope(f, ctx, os.path.basename(args.input), args.weight))
+    return _text_output(args, lambda f, ctx: Speedscope(f, ctx, os.path.basename(args.input), _weight(args)))
 
 
 def cmd_script(args):
@@ -184,13 +208,23 @@ def cmd_script(args):
 def cmd_flamegraph(args):
     from .output.flamegraph import FlameGraph
     refuse_terminal(args.output, "a flame graph's HTML")
+    kind = "Off-CPU Time " if args.off_cpu else "Wall-Clock Time " if args.wall_clock else ""
     return _text_output(args, lambda f, ctx: FlameGraph(
-        f, ctx, args.output, title=args.title or "Flame Graph: %s" % os.path.basename(args.input),
-        width=args.width, inverted=args.inverted, weight=args.weight))
+        f, ctx, args.output, title=args.title or "%sFlame Graph: %s" % (kind, os.path.basename(args.input)),
+        width=args.width, inverted=args.inverted, weight=_weight(args)))
 
 
 def cmd_folded(args):
-    return _text_output(args, lambda f, ctx: Folded(f, ctx, args.weight))
+    return _text_output(args, lambda f, ctx: Folded(f, ctx, _weight(args)))
+
+
+def _waits(args):
+    return args.off_cpu or args.wall_clock
+
+
+def _weight(args):
+    """Weights by nanoseconds for off-CPU time and the wall-clock view, else as --weight says."""
+    return "ns" if _waits(args) else args.weight
 
 
 def _count(text):
@@ -267,6 +301,20 @@ def build_parser():
         sp.add_argument("--buildid-dir", metavar="DIR", help="perf's build-id cache (default: DIR/.debug with "
                         "--symfs DIR, as perf; else ~/.debug)")
 
+    def time_options(sp):
+        sp.add_argument("--off-cpu", action="store_true",
+                        help="where tasks wait: each sched_switch sample's stack weighted by the ns "
+                             "until its task ran again (record -e sched:sched_switch --call-graph fp,defer)")
+        sp.add_argument("--wall-clock", action="store_true",
+                        help="on-CPU samples (cpu-clock, task-clock: their period in ns) and off-CPU "
+                             "time in one profile, under [on-cpu] and [off-cpu]")
+        sp.add_argument("--preempted", action="store_true",
+                        help="with --off-cpu: count preemptions as waits too (default: only switch-outs "
+                             "where the task blocked)")
+        sp.add_argument("--event", metavar="NAME",
+                        help="only the samples of this event (as perf evlist names it), where the "
+                             "file holds several")
+
     def flame_options(sp):
         sp.add_argument("-o", "--output", help="OUT.html, or OUT.svg for SVG (default or -: HTML on stdout)")
         sp.add_argument("--title", help="the graph's title (default: Flame Graph: INPUT)")
@@ -291,6 +339,11 @@ def build_parser():
     sp.add_argument("--fail-on-unmatched", action="store_true", help="exit 1 if any sample is unmatched")
     sp.add_argument("--html", metavar="OUT.html",
                     help="also write the report as a page: tables, a bar per reason, a timeline")
+    sp.add_argument("--off-cpu", action="store_true",
+                    help="also where tasks waited: per thread, off-CPU time by task state, on-CPU "
+                         "samples, and how each wait was seen to end")
+    sp.add_argument("--preempted", action="store_true",
+                    help="with --off-cpu: count preemptions as waits too")
     sp = add("script", cmd_script, "stitched samples in perf script's layout")
     symbol_options(sp)
     sp.add_argument("-o", "--output", help="output file (default or -: stdout)")
@@ -300,9 +353,11 @@ def build_parser():
     sp.add_argument("-o", "--output", help="output file (default or -: stdout)")
     sp.add_argument("--weight", choices=("samples", "period"), default="samples",
                     help="count each stack by samples (default) or by their period")
+    time_options(sp)
     sp = add("flamegraph", cmd_flamegraph, "an interactive flame graph: one HTML (or .svg) file")
     symbol_options(sp)
     flame_options(sp)
+    time_options(sp)
     sp = add("export", cmd_export, "a profile for other viewers: speedscope JSON or pprof")
     symbol_options(sp)
     sp.add_argument("--format", choices=("speedscope", "pprof"), required=True,
@@ -310,6 +365,7 @@ def build_parser():
     sp.add_argument("-o", "--output", help="output file (default: stdout)")
     sp.add_argument("--weight", choices=("samples", "period"), default="samples",
                     help="speedscope weights (pprof carries both)")
+    time_options(sp)
     register_trace(sub)      # deferstitch trace ...: the trace.dat side
     register_fleet(sub, symbol_options)     # deferstitch fleet ...: many files on Dask
     return p

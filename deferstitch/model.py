@@ -36,18 +36,19 @@ class Sample:
     chain was not deferred). ``ref`` is the front end's own handle (a perf record, an event).
     ``user_mode``: taken while the task ran in user space (matching by task order uses it as
     proof that the task's previous kernel entry is over).
-    The stitcher fills ``outcome``, ``reason``, ``user`` (the user frames) and ``after_stack``;
+    The stitcher fills ``outcome``, ``reason``, ``user`` (the user frames), ``after_stack`` and
+    ``stack_time`` (when that stack was written: the task was back on its way to user space);
     for a sample that was never deferred it leaves ``user`` as the front end set it (e.g. the
     user frames of a synchronous ftrace user_stack)."""
 
     __slots__ = ("tid", "pid", "cpu", "time", "kernel", "cookie", "ref", "comm",
                  "outcome", "reason", "user", "after_stack", "lost_seq", "user_mode",
-                 "doubt", "since")
+                 "doubt", "since", "stack_time")
 
     def __init__(self, tid, pid, cpu, time, kernel, cookie, ref=None, comm=None, user_mode=False):
         self.tid, self.pid, self.cpu, self.time = tid, pid, cpu, time
         self.kernel, self.cookie, self.ref, self.comm = kernel, cookie, ref, comm
-        self.outcome = self.reason = self.user = None
+        self.outcome = self.reason = self.user = self.stack_time = None
         self.after_stack = False
         self.lost_seq = 0
         self.user_mode = user_mode

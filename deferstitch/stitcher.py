@@ -387,7 +387,7 @@ class Stitcher:
     # -- outcomes -----------------------------------------------------------------------------
     def _stitch(self, s, st):
         s.outcome = STITCHED
-        s.user = st.frames
+        s.user, s.stack_time = st.frames, st.time
         self._emit(s)
 
     def _unmatched(self, s, reason):

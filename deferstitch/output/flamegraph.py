@@ -17,9 +17,10 @@ from functools import partial
 from ..abi.consts import PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER
 from ..model import REASONS, UNMATCHED
 from .frames import KeyedStacks, StackCache, comm_name, counted_weight, frame_name, lost_frame_name
-from .sink import CHAINS, CountedSink
+from .sink import CHAINS, ON_CPU, CountedSink
 
 KERNEL, USER, LOST, COMM = "kernel", "user", "lost", "comm"
+WAIT_KERNEL, WAIT_USER, VIEW = "wait-kernel", "wait-user", "view"   # off-CPU time: blues
 FRAME_HEIGHT = 16
 MIN_WIDTH_PX = 0.1          # narrower frames are left out, as flamegraph.pl's --minwidth
 SCRIPT = os.path.join(os.path.dirname(__file__), "flamegraph.js")
@@ -61,9 +62,13 @@ def _colour(name, kind):
     a, b = v & 0xFF, v >> 8
     if kind == KERNEL:
         return "rgb(%d,%d,%d)" % (40 + a % 50, 170 + b % 50, 160 + a % 50)
+    if kind == WAIT_USER:       # flamegraph.pl's "io" palette for off-CPU time
+        return "rgb(%d,%d,%d)" % (80 + a % 60, 110 + b % 60, 220 + a % 35)
+    if kind == WAIT_KERNEL:
+        return "rgb(%d,%d,%d)" % (40 + a % 40, 140 + b % 50, 200 + a % 40)
     if kind == LOST:
         return "rgb(%d,%d,%d)" % (120 + a % 30, 90 + b % 30, 235)
-    if kind in (COMM, "root"):
+    if kind in (COMM, "root", VIEW):
         return "rgb(%d,%d,%d)" % (190 + a % 30, 190 + a % 30, 170 + b % 30)
     return "rgb(%d,%d,%d)" % (205 + a % 50, 60 + b % 120, 40 + a % 40)
 
@@ -87,7 +92,8 @@ def _frames(tree, width, inverted):
     return out, depth + 1
 
 
-def svg(tree, title="Flame Graph", width=1200, inverted=False, unit="samples", standalone=True):
+def svg(tree, title="Flame Graph", width=1200, inverted=False, unit="samples", standalone=True,
+        waits=False):
     """The flame graph as SVG text (``standalone``: with its XML prolog, script and controls)."""
     frames, depth = _frames(tree, width, inverted)
     top, bottom = 60, 34
@@ -116,7 +122,7 @@ def svg(tree, title="Flame Graph", width=1200, inverted=False, unit="samples", s
     for x, w, d, node in frames:
         y = (top + d * FRAME_HEIGHT) if inverted else (height - bottom - (d + 1) * FRAME_HEIGHT)
         share = 100.0 * node.value / total
-        label = "%s (%s %s, %.2f%%%s)" % (node.name, format(node.value, ","), unit, share,
+        label = "%s (%s, %.2f%%%s)" % (node.name, amount(node.value, unit), share,
                                           ", %d stitched after their stack" % node.after if node.after else "")
         out.append('<g class="frame %s" data-name="%s" data-kind="%s" data-value="%d" data-after="%d" '
                    'data-x="%.3f" data-w="%.3f" data-d="%d" aria-label="%s"><title>%s</title>'
@@ -138,15 +144,16 @@ STYLE = ("<style>.frame{cursor:pointer}.frame:hover rect{stroke:#000;stroke-widt
          "text{pointer-events:none;font-family:Verdana,sans-serif;font-size:12px}"
          ".button{cursor:pointer;pointer-events:all;fill:#336}</style>\n")
 LEGEND = ((USER, "user"), (KERNEL, "kernel"), (LOST, "user stack lost"))
+WAIT_LEGEND = ((WAIT_USER, "user, off-CPU"), (WAIT_KERNEL, "kernel, off-CPU"))
 
 
-def page(tree, title="Flame Graph", width=1200, inverted=False, unit="samples"):
+def page(tree, title="Flame Graph", width=1200, inverted=False, unit="samples", waits=False):
     """The flame graph in an HTML page: the SVG inline, a search box, buttons and a tooltip."""
     esc = html.escape
     with open(SCRIPT) as f:
         script = f.read()
     legend = "".join('<span class="key"><span class="swatch" style="background:%s"></span>%s</span>'
-                     % (_colour("legend", kind), text) for kind, text in LEGEND)
+                     % (_colour("legend", kind), text) for kind, text in LEGEND + (WAIT_LEGEND if waits else ()))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>%s</title>\n"
             "<style>body{font-family:Verdana,sans-serif;font-size:13px;margin:12px;background:#fff}"
             "#controls{margin-bottom:6px}#controls>*{margin-right:8px}"
@@ -160,6 +167,17 @@ def page(tree, title="Flame Graph", width=1200, inverted=False, unit="samples"):
             "<button id=\"fg-clear\" type=\"button\">Clear search</button>%s</div>\n"
             "%s<div id=\"fg-tip\" role=\"tooltip\"></div>\n<script>\n%s\n</script>\n</body></html>\n"
             % (esc(title), legend, svg(tree, title, width, inverted, unit, standalone=False), script))
+
+
+def amount(value, unit):
+    """A frame's weight as its label says it: "1,234 samples", or for nanoseconds ("ns") a time
+    in the unit that reads best ("12.35 ms")."""
+    if unit != "ns":
+        return "%s %s" % (format(value, ","), unit)
+    for scale, name in ((1e9, "s"), (1e6, "ms"), (1e3, "us")):
+        if value >= scale:
+            return "%.2f %s" % (value / scale, name)
+    return "%d ns" % value
 
 
 def write(f, tree, path, **kw):
@@ -180,6 +198,7 @@ def _named(_pid, frames, addressed=False):
     return out
 
 
+_WAIT = {USER: WAIT_USER, KERNEL: WAIT_KERNEL}
 _LOST = (None, None) + REASONS          # engine.KEYS: the reason of an unmatched outcome
 
 
@@ -195,7 +214,7 @@ class FlameGraph(CountedSink):
                  namer=None):
         self.f, self.ctx, self.path = f, ctx, path
         self.kw = {"title": title or "Flame Graph", "width": width, "inverted": inverted,
-                   "unit": "period" if weight == "period" else "samples"}
+                   "unit": weight if weight in ("period", "ns") else "samples"}
         self.weight = weight
         self.tree = FlameTree()
         if namer is None:       # (pid, chain with its markers) -> named frames
@@ -220,6 +239,11 @@ class FlameGraph(CountedSink):
         frames = list(named)
         if reason:
             frames.append((lost_frame_name(reason), LOST))
+        if self.view is not None:
+            if self.view != ON_CPU:         # off-CPU time in the blues
+                frames = [(n, _WAIT.get(k, k)) for n, k in frames]
+                self.kw["waits"] = True
+            frames.append((self.view, VIEW))
         frames.append((comm_name(comm), COMM))
         frames.reverse()
         self.tree.add(frames, w, after)

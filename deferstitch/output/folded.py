@@ -31,7 +31,8 @@ class Folded(CountedSink):
     def resolved_counted(self, pid, tid, comm, ips, period, entry, count, _key, _first, _last, _after):
         """``count`` samples of one stack (sink.Counted): ``ips`` as native u64 bytes (a tuple
         from the Python path), ``period`` their sum (None: the attr's fixed period)."""
-        self.stacks[comm_name(self.ctx.comm_of(tid, comm)) + self._lines.get(pid, ips)] += \
+        view = ";" + self.view if self.view else ""
+        self.stacks[comm_name(self.ctx.comm_of(tid, comm)) + view + self._lines.get(pid, ips)] += \
             counted_weight(self.weight, count, period, self.ctx, entry)
 
     def named(self, s):

@@ -159,10 +159,13 @@ def comm_name(comm):
     return comm.replace(" ", "_")
 
 
+BY_PERIOD = ("period", "ns")    # weights by period; "ns": periods that are nanoseconds (off-CPU)
+
+
 def weight(kind, period, attr):
-    """A sample's weight: 1, or with ``kind == "period"`` its PERIOD (None: the attr's fixed
+    """A sample's weight: 1, or by period (BY_PERIOD) its PERIOD (None: the attr's fixed
     sample_period, as evsel__parse_sample starts from it)."""
-    if kind != "period":
+    if kind not in BY_PERIOD:
         return 1
     return period if period is not None else attr.sample_period
 
@@ -170,7 +173,7 @@ def weight(kind, period, attr):
 def counted_weight(kind, count, period, ctx, entry):
     """weight() of ``count`` samples counted as one (a sink.Counted): ``period`` their sum, None
     when their attr (``ctx.perf.evlist.entries[entry]``) has a fixed period."""
-    if kind != "period":
+    if kind not in BY_PERIOD:
         return count
     return period if period is not None else count * ctx.perf.evlist.entries[entry].attr.sample_period
 

@@ -21,10 +21,12 @@ _OUTCOMES = [(STITCHED, None), (PASSED, None)] + [(UNMATCHED, r) for r in REASON
 class Pprof(CountedSink):
     takes = COUNTED
 
-    def __init__(self, f, ctx):
+    def __init__(self, f, ctx, off_cpu=False):
         self.f, self.ctx = f, ctx
-        self.profile = Profile((("samples", "count"), ("cpu", "nanoseconds")), ("cpu", "nanoseconds"),
-                               tids=True)
+        types = ((("waits", "count"), ("off-cpu", "nanoseconds")) if off_cpu else
+                 (("samples", "count"), ("cpu", "nanoseconds")))
+        self.profile = Profile(types, types[1], tids=True)
+        self._views = {}           # (stack, view) -> the stack under its [on-cpu]/[off-cpu] frame
         self._locs = StackCache(ctx, self._stack_of)    # (pid, ips) -> stack number
         self._lost = {}            # (stack, outcome number) -> the stack with its [user stack lost] frame
 
@@ -66,6 +68,14 @@ class Pprof(CountedSink):
                     lid = self._location(pid, 0, lost_frame_name(OUTCOME_KEYS[key]), "[deferstitch]")
                 lost = self._lost[(stack, key)] = p.outer(stack, lid)
             stack = lost
+        if self.view is not None:       # the wall-clock view: its frame outermost
+            viewed = self._views.get((stack, self.view))
+            if viewed is None:
+                lid = p.locations.get(("[deferstitch]", 0, self.view))
+                if lid is None:
+                    lid = self._location(pid, 0, self.view, "[deferstitch]")
+                viewed = self._views[(stack, self.view)] = p.outer(stack, lid)
+            stack = viewed
         outcome, reason = _OUTCOMES[key]    # (strings interned in the order they are first met)
         p.add(stack, p.labels((comm, key), (("thread", comm), ("outcome", outcome), ("reason", reason))),
               tid, (count, period))

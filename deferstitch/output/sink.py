@@ -63,6 +63,8 @@ Counted.__doc__ = """``count`` samples of one (pid, tid, comm, ips, entry, outco
 and ``last`` their first and last times, ``after`` how many were stitched after their stack."""
 Outcome = namedtuple("Outcome", "time cpu tid comm key")
 
+ON_CPU, OFF_CPU = "[on-cpu]", "[off-cpu]"     # Sink.view: the wall-clock view's two frames
+
 _KEY = {k: i for i, k in enumerate(OUTCOME_KEYS)}        # an outcome or reason -> its number
 
 # what each kind hands, and the method that takes it
@@ -76,6 +78,8 @@ class Sink:
     which of the engine's calls it gets (the module docstring)."""
 
     takes = None            # what the C engine hands this output (above); None: the Python path
+    view = None             # the wall-clock view: the frame the next stacks go under, below the
+                            # comm ([on-cpu] or [off-cpu]: output/offcpu.py sets it), else None
 
     # -- the Python path (PerfFeed) and the trace side -------------------------------------------
     def resolved(self, s):

@@ -21,6 +21,8 @@ class Speedscope(Sink):
 
     def __init__(self, f, ctx, name, weight="samples"):
         self.f, self.ctx, self.name, self.weight = f, ctx, name, weight
+        self.unit = "nanoseconds" if weight == "ns" else "none"
+        self._viewed = {}        # (stack, view) -> the stack under that frame
         self.frames = []
         self.frame_index = {}
         self.profiles = {}       # tid -> [comm, stack numbers, weights]
@@ -55,6 +57,18 @@ class Speedscope(Sink):
                   weight(self.weight, period, self.ctx.perf.evlist.entries[entry].attr))
 
     def _add(self, tid, comm, stack, w):
+        if self.view is not None:           # the wall-clock view: its frame at the root
+            viewed = self._viewed.get((stack, self.view))
+            if viewed is None:
+                text = self._texts[stack]
+                vi = self._frame(self.view, None)
+                text = "[%d%s" % (vi, ", " + text[1:] if text != "[]" else "]")
+                viewed = self._numbers.get(text)
+                if viewed is None:
+                    viewed = self._numbers[text] = len(self._texts)
+                    self._texts.append(text)
+                self._viewed[(stack, self.view)] = viewed
+            stack = viewed
         prof = self.profiles.get(tid)
         if prof is None:
             prof = self.profiles[tid] = [comm, array("L"), array("Q")]
@@ -65,7 +79,8 @@ class Speedscope(Sink):
     def close(self):
         write(self.f, self.name, self.frames, self._texts, (
             ("%s (tid %s)" % (comm, tid), samples, weights)
-            for tid, (comm, samples, weights) in sorted(self.profiles.items(), key=lambda kv: kv[0] or 0)))
+            for tid, (comm, samples, weights) in sorted(self.profiles.items(), key=lambda kv: kv[0] or 0)),
+            self.unit)
 
 
 def write(f, name, frames, texts, profiles, unit="none"):

@@ -195,6 +195,7 @@ class PerfData:
         self.pipe = size == PIPE_HEADER_SIZE
         self.evlist = Evlist(e)
         self.features = {}            # feature bit -> raw payload bytes
+        self.tracing = None           # the tracepoint formats (tracing_data.py): feature or record
         self.header = None
         self.feature_error = None     # damaged feature sections (file mode), reported at the end
         self.warning = None           # the header does not cover the records (see _data_bounds)
@@ -336,6 +337,7 @@ class PerfData:
     def _apply_features(self):
         tracing = self.features.get(C.HEADER_TRACING_DATA)
         if tracing:
+            self.tracing = tracing
             self.evlist.name_tracepoints(tracing_data.event_names(tracing))
         raw = self.features.get(C.HEADER_EVENT_DESC)
         if raw:
@@ -485,6 +487,7 @@ class PerfData:
                 if bit == C.HEADER_EVENT_DESC:
                     self._apply_features()
             elif t == C.PERF_RECORD_HEADER_TRACING_DATA:
+                self.tracing = rec.extra
                 self.evlist.name_tracepoints(tracing_data.event_names(rec.extra))
             elif t in (C.PERF_RECORD_AUXTRACE_INFO, C.PERF_RECORD_AUXTRACE):
                 self.auxtrace.note(rec, e)

@@ -1,5 +1,6 @@
 """HEADER_TRACING_DATA — the tracepoint formats perf stores (tools/perf/util/trace-event-info.c),
-read only for what names a tracepoint event: each format's "name:" and "ID:" under its system.
+read for what names a tracepoint event (each format's "name:" and "ID:" under its system) and
+for the formats of the events whose fields a command reads (perfdata/sched.py).
 
     "\\x17\\x08\\x44tracing" "0.5\\0" | "0.6\\0"          /* magic, version */
     u8 big_endian; u8 sizeof(long); u32 page_size;
@@ -20,7 +21,21 @@ _ID = re.compile(rb"^ID: (\d+)$", re.M)
 
 def event_names(buf):
     """{tracepoint id: "system:name"} of a tracing data blob; what comes before damage."""
-    out = {}
+    return {ident: "%s:%s" % (system, name) for ident, system, name, _fmt in formats(buf)}
+
+
+def event_format(buf, ident):
+    """(system, format text) of tracepoint ``ident`` in a tracing data blob, or None."""
+    for i, system, _name, fmt in formats(buf):
+        if i == ident:
+            return system, fmt
+    return None
+
+
+def formats(buf):
+    """(id, system, name, format text) of each event format of a tracing data blob; those read
+    before damage (names and formats are a nicety: a damaged blob still names what it can)."""
+    out = []
     if not buf.startswith(MAGIC):
         return out
     try:
@@ -40,17 +55,16 @@ def event_names(buf):
         off += 4
         for _ in range(systems):
             end = buf.index(b"\0", off)
-            system = buf[off:end].decode("utf-8", "replace")
+            system = bytes(buf[off:end]).decode("utf-8", "replace")
             count = struct.unpack_from(e + "I", buf, end + 1)[0]
             off = end + 5
             for _ in range(count):
                 size = struct.unpack_from(e + "Q", buf, off)[0]
-                fmt = buf[off + 8:off + 8 + size]
+                fmt = bytes(buf[off + 8:off + 8 + size])
                 off += 8 + size
                 name, ident = _NAME.search(fmt), _ID.search(fmt)
                 if name and ident:
-                    event = name.group(1).decode("utf-8", "replace")
-                    out[int(ident.group(1))] = "%s:%s" % (system, event)
+                    out.append((int(ident.group(1)), system, name.group(1).decode("utf-8", "replace"), fmt))
     except (struct.error, ValueError, IndexError):
-        pass                    # names are a nicety: keep those read before the damage
+        pass
     return out
