@@ -27,6 +27,7 @@ from .abi import consts as C
 from .errors import DeferstitchError
 from .output.address_stacks import AddressStacks, StackNamer
 from .output.atomic import Output
+from .output.offcpu import OffCpuFeed
 from .perfdata.reader import PerfData
 from .report import KEEP_FIRST
 from .symbols.perf_context import kallsyms_for, kernel_build_id
@@ -87,8 +88,9 @@ def stitch_input(path, opts):
                                   no_symbols=True, kallsyms=None, symfs=opts["symfs"], buildid_dir=None)
 
         def make(_perf, ctx):
-            out.append(AddressStacks(ctx, opts["symbols"], ks, opts["weight"]))
-            return out[-1]
+            out.append(AddressStacks(ctx, opts["symbols"], ks, "ns" if opts["off_cpu"] else opts["weight"]))
+            # --off-cpu: the stacks of waits, each weighted by its ns (output/offcpu.py)
+            return OffCpuFeed(out[-1], perf, opts["preempted"]) if opts["off_cpu"] else out[-1]
         rep, _o = pipeline.run(args, make, symbols=True, perf=perf)
     except (DeferstitchError, OSError, ValueError) as err:
         row["error"] = str(err).splitlines()[0] if str(err) else type(err).__name__
@@ -159,7 +161,8 @@ def run(args):
     if args.output in (None, "-") and args.format == "pprof" and sys.stdout is not None and sys.stdout.isatty():
         raise DeferstitchError("refusing to write a gzip'd profile to a terminal: give -o FILE")
     opts = {"symbols": not args.no_symbols, "kallsyms": args.kallsyms, "symfs": args.symfs,
-            "weight": args.weight, "max_pending": args.max_pending}
+            "weight": args.weight, "max_pending": args.max_pending,
+            "off_cpu": args.off_cpu, "preempted": args.preempted}
     local = [p for p in paths if "://" not in p]
     with contextlib.ExitStack() as outputs:     # checked before the run, replaced when whole
         out = outputs.enter_context(Output(args.output, binary=args.format == "pprof", inputs=local))
@@ -232,9 +235,11 @@ def _write(args, lines, f):
         folded.write(f, lines)
     elif args.format == "speedscope":
         speedscope.from_folded(f, lines, "fleet of %d inputs" % len(args.inputs),
-                               "nanoseconds" if args.weight == "period" else "none")
+                               "nanoseconds" if args.weight == "period" or args.off_cpu else "none")
     else:
-        pprof.from_folded(lines, ("cpu", "nanoseconds") if args.weight == "period" else ("samples", "count")).write(f)
+        unit = (("off-cpu", "nanoseconds") if args.off_cpu else ("cpu", "nanoseconds")
+                if args.weight == "period" else ("samples", "count"))
+        pprof.from_folded(lines, unit).write(f)
 
 
 def register(sub, symbol_options):
@@ -255,6 +260,9 @@ def register(sub, symbol_options):
     sp.add_argument("--dashboard", action="store_true", help="LocalCluster: serve Dask's dashboard on :8787")
     sp.add_argument("--weight", choices=("samples", "period"), default="samples",
                     help="count samples or sum their periods")
+    sp.add_argument("--off-cpu", action="store_true",
+                    help="where tasks wait: sched_switch stacks weighted by ns off the CPU (as folded --off-cpu)")
+    sp.add_argument("--preempted", action="store_true", help="with --off-cpu: count preemptions too")
     sp.add_argument("--strict", action="store_true", help="exit 2 if any input is bad")
     sp.add_argument("--max-pending", type=int, default=DEFAULT_MAX_PENDING, metavar="N",
                     help="per input: samples waiting for their stack at most (default %(default)d)")
