@@ -17,7 +17,7 @@ from functools import partial
 from ..abi.consts import PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER
 from ..model import REASONS, UNMATCHED
 from .frames import KeyedStacks, StackCache, comm_name, counted_weight, frame_name, lost_frame_name
-from .sink import CHAINS, ON_CPU, CountedSink
+from .sink import CHAINS, OFF_CPU, CountedSink
 
 KERNEL, USER, LOST, COMM = "kernel", "user", "lost", "comm"
 WAIT_KERNEL, WAIT_USER, VIEW = "wait-kernel", "wait-user", "view"   # off-CPU time: blues
@@ -239,10 +239,11 @@ class FlameGraph(CountedSink):
         frames = list(named)
         if reason:
             frames.append((lost_frame_name(reason), LOST))
+        # off-CPU time in the blues: under [off-cpu], or alone (ns without a view)
+        if self.view == OFF_CPU or (self.view is None and self.kw["unit"] == "ns"):
+            frames = [(n, _WAIT.get(k, k)) for n, k in frames]
+            self.kw["waits"] = True
         if self.view is not None:
-            if self.view != ON_CPU:         # off-CPU time in the blues
-                frames = [(n, _WAIT.get(k, k)) for n, k in frames]
-                self.kw["waits"] = True
             frames.append((self.view, VIEW))
         frames.append((comm_name(comm), COMM))
         frames.reverse()

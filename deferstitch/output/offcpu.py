@@ -9,6 +9,7 @@ The output it wraps (Folded, FlameGraph, Pprof, Speedscope) is made with weights
 [off-cpu], below the comm). It runs on the Python path: it needs each sched_switch sample's raw
 fields and the switch records in time order, which the C engine does not hand.
 """
+import contextlib
 import sys
 from collections import Counter
 
@@ -25,6 +26,9 @@ from .sink import CHAINS, COUNTED, OFF_CPU, ON_CPU, Sink
 _KEY = {k: i for i, k in enumerate(OUTCOME_KEYS)}
 _TIME_CONFIGS = (0, 1)                      # PERF_COUNT_SW_CPU_CLOCK, _TASK_CLOCK
 FREQ = 1 << 10                              # perf_event_attr.freq: sample_freq, not a period
+
+
+_nothing = contextlib.nullcontext
 
 
 def switch_events(perf):
@@ -149,8 +153,14 @@ class OffCpuFeed(Sink):
             ns *= s.ref.period or 1
         th[1][iv.state] += ns
         inner = self.inner
-        inner.view = OFF_CPU
+        if self.wall:
+            inner.view = OFF_CPU
         comm = s.comm or iv.comm
+        ctx = getattr(inner, "ctx", None)
+        with ctx.named_as(s.tid, comm) if ctx is not None else _nothing():
+            self._hand(inner, s, comm, ns, iv)
+
+    def _hand(self, inner, s, comm, ns, iv):
         if self.counted:
             if self.chains:
                 ips = tuple(s.kernel) + ((PERF_CONTEXT_USER,) + tuple(s.user) if s.outcome == STITCHED else ())

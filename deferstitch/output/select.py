@@ -10,7 +10,8 @@ import sys
 from ..errors import DeferstitchError
 from .sink import Sink
 
-_MODS = re.compile(r":[ukhpPGHSDIWeb]+$")    # perf's event modifiers (cpu-clock:u)
+# what perf adds to an event's name: its terms and modifiers (cpu-clock/freq=999/, cycles:u)
+_MODS = re.compile(r"/[^/]*/[ukhpPGHSDIWeb]*$|:[ukhpPGHSDIWeb]+$")
 DUMMY = (1, 9)          # PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY: perf's side-band event
 
 
@@ -20,7 +21,7 @@ def sampling(perf):
 
 
 def entries_named(perf, name):
-    """The indexes of the events named ``name`` (perf's name, or without its ``:u``-like
+    """The indexes of the events named ``name`` (perf's name, or without its terms and
     modifiers); an error naming the file's events when none is."""
     found = {e.index for e in perf.evlist.entries if name in (e.name, _MODS.sub("", e.name))}
     if not found:

@@ -1,5 +1,6 @@
 """PerfContext: perf.data's side-band records (maps, comms, KSYMBOL, jitdump markers), seen in time
 order, turned into what names a frame: the maps, comms and symbol sources the outputs need."""
+import contextlib
 import os
 
 from ..abi import consts as C
@@ -201,6 +202,20 @@ class PerfContext:
         """Whether pid's maps put a file (not anonymous memory, not a [special]) at addr."""
         m = self.maps.find(pid, addr)
         return m is not None and map_pid(m.path) is None and not m.path.startswith("[")
+
+    @contextlib.contextmanager
+    def named_as(self, tid, comm):
+        """Within: thread ``tid`` named ``comm`` even if it has exited since (an output handing
+        on late what belongs to an earlier time: the off-CPU view's waits end after they began)."""
+        old = self.comms.get(tid)
+        if old is not EXITED or not comm:
+            yield
+            return
+        self.comms[tid] = comm
+        try:
+            yield
+        finally:
+            self.comms[tid] = old
 
     def comm(self, s):
         """As perf names a thread: its COMM, "swapper" for the idle task 0, else ":tid"."""
