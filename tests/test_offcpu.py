@@ -131,10 +131,13 @@ def test_how_waits_end_follows_what_the_file_holds(cap):
     paths, _sym, _ = cap
     ended = {scen: json.loads(ds("report", "--json", "--off-cpu", paths[scen]).stdout)["off_cpu"]["ended"]
              for scen in SCENARIOS}
-    assert ended["per_task"].get("user-stack", 0) > ended["per_task"].get("task-seen", 0)
+    # per task: the stack's time, or the switch-out of another thread of the program naming it
+    assert ended["per_task"].get("user-stack", 0) > 10 * ended["per_task"].get("task-seen", 0)
     assert "switch-in" not in ended["per_task"]
-    assert ended["per_task_switch"].get("switch-in", 0) > 0.8 * sum(ended["per_task_switch"].values())
-    assert ended["syswide"].get("next-pid", 0) == sum(ended["syswide"].values())
+    # --switch-events: every wait ends at a switch-in (a record, or a switch-out naming it)
+    assert set(ended["per_task_switch"]) == {"switch-in", "next-pid"}
+    # -a: every switch-in is a sched_switch of its CPU
+    assert set(ended["syswide"]) == {"next-pid"}
 
 
 def test_a_dying_threads_last_switch_out_is_named_by_prev_comm_and_never_ends(cap):
