@@ -63,8 +63,9 @@ STACK_B = dict(stack=[0x27f4a], inodes=[S.LIBC[0]], dev=[S.LIBC[1]])
 COMMS = {A: "workload", B: "other"}
 
 
-def scenario(path, switch=None, b_state=2):
-    """The module docstring's trace.dat at ``path``; ``b_state`` B's prev_state at 3 ms."""
+def scenario(path, switch=None, b_next=A):
+    """The module docstring's trace.dat at ``path``; ``b_next`` the next_pid of B's switch at
+    3 ms (A: it names A running again)."""
     sw = switch or switch_format()
     td = S.TraceDat(2, [S.KERNEL_STACK, S.USER_STACK, S.USER_UNWIND_COOKIE, S.USER_UNWIND_STACK],
                     [S.GETPPID, sw, S.INODE_CACHE], COMMS)
@@ -87,7 +88,7 @@ def scenario(path, switch=None, b_state=2):
     switch(0, T0 + 12 * MS, B, 0, 0, CB2, KS_B)
     stack(0, T0 + 13 * MS, B, CB2, STACK_B)
     # cpu 1
-    switch(1, T0 + 3 * MS, B, b_state, A, CB1, KS_B)
+    switch(1, T0 + 3 * MS, B, 2, b_next, CB1, KS_B)
     for (inode, dev), p in S.PATHS.items():
         td.event(1, T0 + 5 * MS, S.INODE_CACHE, A, inode=inode, dev=dev, path=p)
     stack(1, T0 + 5 * MS, A, CA1, STACK_A)
@@ -126,13 +127,16 @@ def test_folded_ns_per_stack(dat):
 
 
 def test_next_pid_ends_before_stack_time(dat, tmp_path):
-    """Without B's switch naming A as next_pid (next_pid 0 instead), A's first wait lasts to
-    its stack's time (5 ms): the NEXT_PID ending is what made it 3."""
-    got = folded(dat)
-    assert int(got[A_READ]) == 3 * MS
+    """A's first wait ends at B's switch naming it as next_pid (3 ms), before its stack's time
+    (5 ms); the same file with next_pid 0 there lasts to the stack's time."""
+    assert int(folded(dat)[A_READ]) == 3 * MS
     rep = json.loads(run_cli("trace", "report", dat, "--off-cpu", "--json").stdout)["off_cpu"]
     assert rep["ended"] == {"next-pid": 2, "user-stack": 1}
     assert rep["ns_by_ending"] == {"next-pid": 5 * MS, "user-stack": 7 * MS}
+    other = str(scenario(tmp_path / "idle.dat", b_next=0))
+    assert int(folded(other)[A_READ]) == 5 * MS
+    rep = json.loads(run_cli("trace", "report", other, "--off-cpu", "--json").stdout)["off_cpu"]
+    assert rep["ended"] == {"next-pid": 1, "user-stack": 2}
 
 
 def test_preempted_only_with_the_option(dat):
@@ -242,3 +246,10 @@ def test_in_process_feed(dat):
         feed.run(trace)
         out.close()
     assert dict(line.rsplit(" ", 1) for line in f.getvalue().splitlines()) == folded(dat)
+
+
+def test_preempted_goes_with_off_cpu(dat):
+    p = run_cli("trace", "folded", dat, "--preempted")
+    assert p.returncode == 2 and b"--off-cpu" in p.stderr and p.stdout == b""
+    p = run_cli("trace", "script", dat, "--off-cpu")
+    assert p.returncode == 2 and b"not an option of trace script" in p.stderr

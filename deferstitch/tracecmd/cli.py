@@ -317,3 +317,6 @@ def check_options(args, cmd, parser):
         if cmd not in cmds and getattr(args, dest) != kw.get("default", False if
                                                              kw.get("action") == "store_true" else None):
             command_parser(cmd, type(parser)).error("%s is not an option of trace %s" % (flags[-1], cmd))
+    if args.preempted and not args.off_cpu:
+        command_parser(cmd, type(parser)).error("--preempted counts preemptions as waits: it goes "
+                                                "with --off-cpu")
