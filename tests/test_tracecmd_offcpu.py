@@ -253,3 +253,12 @@ def test_preempted_goes_with_off_cpu(dat):
     assert p.returncode == 2 and b"--off-cpu" in p.stderr and p.stdout == b""
     p = run_cli("trace", "script", dat, "--off-cpu")
     assert p.returncode == 2 and b"not an option of trace script" in p.stderr
+
+
+def test_report_html_and_off_cpu(dat, tmp_path):
+    """--html beside --off-cpu: the page written, the off-CPU tables printed as without it."""
+    page = tmp_path / "r.html"
+    p = run_cli("trace", "report", dat, "--off-cpu", "--html", page)
+    assert p.returncode == 0, p.stderr.decode()
+    assert page.exists()
+    assert p.stdout == run_cli("trace", "report", dat, "--off-cpu").stdout

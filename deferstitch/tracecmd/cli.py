@@ -81,12 +81,11 @@ def cmd_trace(args):
         if args.html:
             from ..output.report_page import Timeline, page
             timeline = Timeline()
-            rep = _report(path, args, timeline)
+            rep, waits = _report(path, args, timeline)
             with Output(args.html, inputs=[path]) as f:
                 f.write(page(rep, timeline, title))
         else:
-            rep = _report(path, args)
-        waits = rep.extra.pop("off_cpu", None)      # --off-cpu: its TraceOffCpu
+            rep, waits = _report(path, args)
         if args.json:
             doc = rep.to_json()
             if waits is not None:
@@ -166,7 +165,8 @@ def buffers_table(rep):
 
 def _report(path, args, timeline=None):
     """The report of a trace.dat, with the user frames that would stay unnamed (see Namer)
-    counted by reason; ``timeline`` (report --html) gets the samples and missed-event marks."""
+    counted by reason; ``timeline`` (report --html) gets the samples and missed-event marks.
+    With --off-cpu its waits too (tracecmd/offcpu.TraceOffCpu), else None."""
     with Trace(path) as trace:
         waits = None
         if args.off_cpu:                    # a file without sched_switch: one line, exit 2
@@ -199,9 +199,7 @@ def _report(path, args, timeline=None):
         if waits is not None:
             waits.close()
     feed.report.extra["unnamed_user_frames"] = dict(sorted(namer.unnamed.items()))
-    if waits is not None:
-        feed.report.extra["off_cpu"] = waits        # cmd_trace takes it out
-    return feed.report
+    return feed.report, waits
 
 
 def _split(what):
