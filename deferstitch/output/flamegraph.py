@@ -230,10 +230,11 @@ class FlameGraph(CountedSink):
                         counted_weight(self.weight, count, period, self.ctx, entry),
                         after)
 
-    def named(self, s):
-        """A sample whose chain the namer names, its outcome final; it counts 1."""
+    def named(self, s, weight=1):
+        """A sample whose chain the namer names, its outcome final; it counts ``weight`` (1, or
+        a wait's ns: tracecmd/offcpu.py)."""
         self._add_named(self._names.get(s), s.comm or "<...>",
-                        s.reason if s.outcome == UNMATCHED else None, 1, s.after_stack)
+                        s.reason if s.outcome == UNMATCHED else None, weight, s.after_stack)
 
     def _add_named(self, named, comm, reason, w, after):
         frames = list(named)

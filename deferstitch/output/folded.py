@@ -35,9 +35,11 @@ class Folded(CountedSink):
         self.stacks[comm_name(self.ctx.comm_of(tid, comm)) + view + self._lines.get(pid, ips)] += \
             counted_weight(self.weight, count, period, self.ctx, entry)
 
-    def named(self, s):
-        """A sample whose frames the namer names, its outcome final; it counts 1."""
-        self.stacks[comm_name(s.comm or "<...>") + self._lines.get(s)] += 1
+    def named(self, s, weight=1):
+        """A sample whose frames the namer names, its outcome final; it counts ``weight`` (1, or
+        a wait's ns: tracecmd/offcpu.py), under ``view`` as resolved_counted's."""
+        view = ";" + self.view if self.view else ""
+        self.stacks[comm_name(s.comm or "<...>") + view + self._lines.get(s)] += weight
 
     def close(self):
         write(self.f, self.stacks)

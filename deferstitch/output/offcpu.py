@@ -71,7 +71,39 @@ def is_time_event(attr):
     return attr.type == C.PERF_TYPE_SOFTWARE and attr.config in _TIME_CONFIGS
 
 
-class OffCpuFeed(Sink):
+class Waits:
+    """What both sides count of the waits for report --off-cpu (tables(), to_json()): ``core``
+    (offcpu.OffCpu), ``threads``, ``on_cpu``, ``unreadable`` and ``estimate``; the perf side's
+    OffCpuFeed and the trace side's tracecmd/offcpu.TraceOffCpu."""
+
+    core = None
+    estimate = False
+
+    def _waits_init(self):
+        self.on_cpu = Counter()          # tid -> on-CPU samples (report)
+        self.threads = {}                # tid -> [comm, Counter(state -> ns), Counter(ended/why)]
+        self.unreadable = 0              # sched_switch samples whose raw data did not decode
+
+    def _count_wait(self, iv, comm):
+        """Note wait ``iv`` of its thread (how it ended); its ns off the CPU (None: never
+        ended), which the caller adds to the thread's time by state."""
+        th = self.threads.get(iv.tid)
+        if th is None:
+            th = self.threads[iv.tid] = [None, Counter(), Counter()]
+        th[0] = comm or th[0]
+        th[2][iv.ended] += 1
+        return iv.duration
+
+    def summary(self):
+        """The counts that add up: switch-outs, waits ended by what, never ended by why."""
+        core = self.core
+        return {"switch_outs": core.switch_outs, "preempted_not_counted": core.skipped_preempted,
+                "ended": dict(core.ended), "never_ended": dict(core.unended),
+                "ns_by_ending": dict(core.ns), "unreadable": self.unreadable,
+                "estimate": self.estimate}
+
+
+class OffCpuFeed(Sink, Waits):
     """A Sink on the Python path that turns sched_switch samples into waits for ``inner``.
     ``preempted``: count preemptions as waits; ``wall``: the wall-clock view (on-CPU samples of
     a time event too, each under [on-cpu]: its period is ns)."""
@@ -86,9 +118,7 @@ class OffCpuFeed(Sink):
         self.chains = getattr(inner, "takes", None) == CHAINS
         self.counted = getattr(inner, "takes", None) in (COUNTED, CHAINS)
         self.report = None
-        self.on_cpu = Counter()          # tid -> on-CPU samples (report)
-        self.threads = {}                # tid -> [comm, Counter(state -> ns), Counter(ended/why)]
-        self.unreadable = 0              # sched_switch samples whose raw data did not decode
+        self._waits_init()
 
     # -- the run's calls (Sink) ---------------------------------------------------------------
     def sample(self, s):
@@ -141,17 +171,12 @@ class OffCpuFeed(Sink):
     # -- each wait --------------------------------------------------------------------------------
     def _wait(self, iv):
         s = iv.sample
-        th = self.threads.get(iv.tid)
-        if th is None:
-            th = self.threads[iv.tid] = [None, Counter(), Counter()]
-        th[0] = s.comm or iv.comm or th[0]
-        th[2][iv.ended] += 1
-        ns = iv.duration
+        ns = self._count_wait(iv, s.comm or iv.comm)
         if ns is None:
             return
         if self.estimate:               # each sample stands for ``period`` switches
             ns *= s.ref.period or 1
-        th[1][iv.state] += ns
+        self.threads[iv.tid][1][iv.state] += ns
         inner = self.inner
         if self.wall:
             inner.view = OFF_CPU
@@ -170,15 +195,6 @@ class OffCpuFeed(Sink):
                                    _KEY[s.reason or s.outcome], iv.start, iv.end, 1 if s.after_stack else 0)
         else:
             inner.resolved_ips(s.pid, s.tid, comm, tuple(sample_ips(s)), ns, s.ref.entry.index)
-
-    # -- what the report says -------------------------------------------------------------------
-    def summary(self):
-        """The counts that add up: switch-outs, waits ended by what, never ended by why."""
-        core = self.core
-        return {"switch_outs": core.switch_outs, "preempted_not_counted": core.skipped_preempted,
-                "ended": dict(core.ended), "never_ended": dict(core.unended),
-                "ns_by_ending": dict(core.ns), "unreadable": self.unreadable,
-                "estimate": self.estimate}
 
 
 def warn_estimate(perf, quiet):

@@ -91,8 +91,9 @@ class Sink:
     def sample(self, s):
         """A sample whose outcome is final, in time order."""
 
-    def named(self, s):
-        """The trace side: a sample whose frames its namer names, its outcome final, in time order."""
+    def named(self, s, weight=1):
+        """The trace side: a sample whose frames its namer names, its outcome final, in time
+        order; ``weight`` what it counts (a wait's ns with --off-cpu, else 1)."""
 
     # -- the C engine: each record's fields as the parameters (RECORD_OF) ------------------------
     def resolved_ips(self, *_resolved):

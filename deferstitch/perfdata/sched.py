@@ -46,10 +46,16 @@ class SchedSwitch:
             return None
         if desc is None or desc.name != "sched_switch":
             return None
+        return cls.of_format(desc.fields, found[1], perf.endian)
+
+    @classmethod
+    def of_format(cls, fields, text, endian):
+        """The SchedSwitch of a sched_switch format: its field descriptions (formats.FieldDesc:
+        name, offset, size) and its text, whose ``__print_flags`` table gives the letters (the
+        table of STATE_LETTERS where the text has none); None when a field it needs is missing.
+        Both sides build theirs here (the trace side: tracecmd/offcpu.py)."""
         try:
-            letters = tuple((int(b, 0), name.decode("utf-8", "replace"))
-                            for b, name in _FLAG.findall(found[1])) or STATE_LETTERS
-            return cls(desc, perf.endian, letters)
+            return cls(_Desc(fields), endian, letters_of(text))
         except KeyError:            # a format without prev_pid & co: not one we can read
             return None
 
@@ -77,6 +83,21 @@ class SchedSwitch:
         if not masked:
             return "R"
         return "|".join(name for bit, name in self.letters if masked & bit) or "R"
+
+
+class _Desc:
+    """The ``fields`` of an event format, as SchedSwitch takes them."""
+
+    def __init__(self, fields):
+        self.fields = list(fields)
+
+
+def letters_of(text):
+    """((bit, letter), ...) of a format text's ``__print_flags`` table, else STATE_LETTERS."""
+    if isinstance(text, str):
+        text = text.encode("utf-8", "replace")
+    return tuple((int(b, 0), name.decode("utf-8", "replace"))
+                 for b, name in _FLAG.findall(text or b"")) or STATE_LETTERS
 
 
 def switch_in(rec):

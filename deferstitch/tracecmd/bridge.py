@@ -277,6 +277,10 @@ class Trace:
         compressed: then the offset goes in the text)."""
         return self._file.error(offset, message)
 
+    def format_text(self, type_id):
+        """The format text of a sched event (ownfile.OwnFile.format_text), else None."""
+        return self._file.format_text(type_id)
+
     def comm(self, pid):
         return self._file.comm(pid)
 

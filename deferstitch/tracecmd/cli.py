@@ -6,6 +6,8 @@ Usage:
   deferstitch trace folded trace.dat > out.folded          (flamegraph.pl out.folded)
   deferstitch trace flamegraph trace.dat -o out.html       (interactive; .svg too)
   deferstitch trace report trace.dat --html report.html
+  deferstitch trace folded trace.dat --off-cpu             (where tasks wait, in ns; also
+                                                            flamegraph and report --off-cpu)
   deferstitch trace trace.dat                              (= report)
   deferstitch trace                                        (= report ./trace.dat)
 
@@ -22,6 +24,7 @@ import sys
 from ..errors import DeferstitchError
 from ..output.atomic import Output, refuse_terminal
 from ..output.flamegraph import FlameGraph
+from ..output import offcpu as offcpu_tables
 from ..output.folded import Folded
 from ..output.perf_script import PerfScript
 from ..output.tables import render, table
@@ -78,13 +81,16 @@ def cmd_trace(args):
         if args.html:
             from ..output.report_page import Timeline, page
             timeline = Timeline()
-            rep = _report(path, args, timeline)
+            rep, waits = _report(path, args, timeline)
             with Output(args.html, inputs=[path]) as f:
                 f.write(page(rep, timeline, title))
         else:
-            rep = _report(path, args)
+            rep, waits = _report(path, args)
         if args.json:
-            print(json.dumps(rep.to_json(), indent=1))
+            doc = rep.to_json()
+            if waits is not None:
+                doc["off_cpu"] = offcpu_tables.to_json(waits)
+            print(json.dumps(doc, indent=1))
         else:
             sys.stdout.write(render(rep, title))
             sys.stdout.write(buffers_table(rep))
@@ -92,27 +98,45 @@ def cmd_trace(args):
             if unnamed:
                 sys.stdout.write("\nuser frames left unnamed (printed as path+0xoffset): %d (%s)\n" % (
                     sum(unnamed.values()), ", ".join("%s: %d" % kv for kv in unnamed.items())))
+            if waits is not None:
+                sys.stdout.write("\n" + offcpu_tables.tables(waits))
         if rep.error is not None:           # printed above for what was read; exit 2
             raise DeferstitchError(rep.error)
         return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
     if cmd == "flamegraph":
         refuse_terminal(args.output, "a flame graph's HTML")
-    with Trace(path) as trace, Output(args.output, inputs=[path]) as f:   # replaced when whole
-        namer = _namer(trace, args)
-        if cmd == "flamegraph":
-            out = FlameGraph(f, None, args.output, title=args.title or "Flame Graph: %s" % path,
-                             width=args.width, inverted=args.inverted, namer=namer)
-        elif cmd == "script":
-            out = PerfScript(f, None, args.max_stack, namer=namer, header=header)
-        else:
-            out = Folded(f, None, namer=namer)
-        feed = engine.feed(trace, sample=out.named, max_pending=args.max_pending)
-        namer.recorded = feed.paths
-        err = _feed(feed, trace, quiet=args.quiet)
-        out.close()
+    with Trace(path) as trace:
+        if args.off_cpu:                    # a file without sched_switch fails before any output
+            from .offcpu import switch_types_or_fail
+            switch_types_or_fail(trace)
+        with Output(args.output, inputs=[path]) as f:                   # replaced when whole
+            err = _write(cmd, trace, path, args, f)
     if err is not None:                     # the good part is written; exit 2
         raise err
     return 0
+
+
+def _write(cmd, trace, path, args, f):
+    """script, folded or flamegraph of ``trace`` into ``f``; the error that stopped the feed at
+    damage, else None. --off-cpu: each wait of a sched_switch weighted by its ns (offcpu.py)."""
+    namer = _namer(trace, args)
+    weight = "ns" if args.off_cpu else "samples"
+    if cmd == "flamegraph":
+        kind = "Off-CPU Time " if args.off_cpu else ""
+        out = FlameGraph(f, None, args.output, title=args.title or "%sFlame Graph: %s" % (kind, path),
+                         width=args.width, inverted=args.inverted, weight=weight, namer=namer)
+    elif cmd == "script":
+        out = PerfScript(f, None, args.max_stack, namer=namer, header=header)
+    else:
+        out = Folded(f, None, weight, namer=namer)
+    if args.off_cpu:
+        from .offcpu import TraceOffCpu
+        out = TraceOffCpu(out, trace, args.preempted)
+    feed = engine.feed(trace, sample=out.named, max_pending=args.max_pending, python=args.off_cpu)
+    namer.recorded = feed.paths
+    err = _feed(feed, trace, quiet=args.quiet)
+    out.close()
+    return err
 
 
 def _namer(trace, args):
@@ -141,8 +165,13 @@ def buffers_table(rep):
 
 def _report(path, args, timeline=None):
     """The report of a trace.dat, with the user frames that would stay unnamed (see Namer)
-    counted by reason; ``timeline`` (report --html) gets the samples and missed-event marks."""
+    counted by reason; ``timeline`` (report --html) gets the samples and missed-event marks.
+    With --off-cpu its waits too (tracecmd/offcpu.TraceOffCpu), else None."""
     with Trace(path) as trace:
+        waits = None
+        if args.off_cpu:                    # a file without sched_switch: one line, exit 2
+            from .offcpu import TraceOffCpu
+            waits = TraceOffCpu(None, trace, args.preempted)
         namer = _namer(trace, args)
 
         def stitched(frames, n):
@@ -150,20 +179,27 @@ def _report(path, args, timeline=None):
                 namer.user(where, off, n)
 
         def sample(s):
-            timeline.add(s.time, s.cpu, s.tid, s.comm, s.outcome if s.reason is None else s.reason)
+            if timeline is not None:
+                timeline.add(s.time, s.cpu, s.tid, s.comm, s.outcome if s.reason is None else s.reason)
+            if waits is not None:
+                waits.named(s)
 
         def watched():
             for ev in trace:
                 if ev.missed:
                     timeline.lost_notice(ev.ts)
                 yield ev
-        # --html: the timeline's missed-event marks come from the Python feed's events
-        feed = engine.feed(trace, stitched=stitched, sample=sample if timeline is not None else None,
-                           max_pending=args.max_pending, python=timeline is not None)
+        # --html: the timeline's missed-event marks come from the Python feed's events;
+        # --off-cpu: the waits from each sample's record (the Python feed's)
+        python = timeline is not None or waits is not None
+        feed = engine.feed(trace, stitched=stitched, sample=sample if python else None,
+                           max_pending=args.max_pending, python=python)
         namer.recorded = feed.paths
         _feed(feed, trace, watched() if timeline is not None else None, quiet=args.quiet)
+        if waits is not None:
+            waits.close()
     feed.report.extra["unnamed_user_frames"] = dict(sorted(namer.unnamed.items()))
-    return feed.report
+    return feed.report, waits
 
 
 def _split(what):
@@ -195,6 +231,14 @@ OPTIONS = [
      ("report",)),
     (("--html",), dict(metavar="OUT.html", help="also write the report as a page (tables, a bar "
                                                 "per reason, a timeline)"), ("report",)),
+    (("--off-cpu",), dict(action="store_true", help="where tasks wait: each sched:sched_switch "
+                                                     "event's stack weighted by the ns until its "
+                                                     "task ran again (report: per thread, by "
+                                                     "state, and how each wait ended)"),
+     ("report", "folded", "flamegraph")),
+    (("--preempted",), dict(action="store_true", help="with --off-cpu: count preemptions "
+                                                      "(prev_state R) as waits too"),
+     ("report", "folded", "flamegraph")),
     (("--title",), dict(help="the title (default: Flame Graph: FILE)"), ("flamegraph",)),
     (("--width",), dict(type=int, default=1200, help="width in pixels (default %(default)d)"),
      ("flamegraph",)),
@@ -271,3 +315,6 @@ def check_options(args, cmd, parser):
         if cmd not in cmds and getattr(args, dest) != kw.get("default", False if
                                                              kw.get("action") == "store_true" else None):
             command_parser(cmd, type(parser)).error("%s is not an option of trace %s" % (flags[-1], cmd))
+    if args.preempted and not args.off_cpu:
+        command_parser(cmd, type(parser)).error("--preempted counts preemptions as waits: it goes "
+                                                "with --off-cpu")

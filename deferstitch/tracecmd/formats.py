@@ -488,6 +488,7 @@ class Events:
 
     def __init__(self, meta):
         self.events, self.not_parsed, self.failed = [], 0, []
+        self.texts = {}     # id -> format text of system sched (off-CPU time reads its tables)
         for system, at, text in [(b"ftrace", at, text) for at, text in meta.ftrace] + meta.events:
             try:
                 ev, why = parse_event(text, system, meta.long_size)
@@ -496,6 +497,8 @@ class Events:
             if ev is None:
                 self.not_parsed += 1
                 continue
+            if ev.system == "sched":
+                self.texts.setdefault(ev.id, bytes(text))
             self._add(ev, why)
         self._blk_hack(meta.long_size)
 

@@ -86,6 +86,7 @@ class OwnFile:
             raise FormatError(path, at, "%s: libtraceevent 1.7.1 crashes on this format, not "
                               "read: damaged trace.dat" % why) from None
         self._events, self.formats_not_parsed = ev.events, ev.not_parsed
+        self._texts = ev.texts              # id -> format text (system sched only)
         self.formats_failed = ev.failed     # kept with what was parsed of them, as 1.7.1 does
         self.common_layout = ev.common_layout()
         # read when a kernel address is first named (`trace report` names none)
@@ -109,6 +110,11 @@ class OwnFile:
     def events(self):
         """Every event format the file carries, in ID order (tep_get_event's)."""
         return list(self._events)
+
+    def format_text(self, type_id):
+        """The format text of event ``type_id`` as the file has it, for system sched (the
+        print tables of sched_switch's prev_state: tracecmd/offcpu.py), else None."""
+        return self._texts.get(type_id)
 
     def comm(self, pid):
         """The comm trace-cmd shows for pid (saved_cmdlines): "<idle>" for 0, "<...>" unknown."""
