@@ -5,7 +5,7 @@
         sched_switch of prev_pid   switch_out(s): its stitched stack is the wait's stack
                    naming next_pid switch_in(next_pid, NEXT_PID)
         any other event of a task  seen(tid, time): it was running
-        each ended wait            inner.named(s, ns) under view [off-cpu] (Folded, FlameGraph)
+        each ended wait            inner.named(s, ns) (Folded, FlameGraph: weights in ns)
 
 Every event that is not a companion (kernel_stack, user_unwind_cookie, user_stack), a
 user_unwind_stack or an inode_cache record becomes a Sample of the feed, stack or not (a kernel
@@ -22,7 +22,6 @@ A wait whose stack was not stitched keeps its reason (the outputs' lost frame), 
 from .. import offcpu as O
 from ..errors import DeferstitchError
 from ..output.offcpu import Waits
-from ..output.sink import OFF_CPU
 from ..perfdata.sched import SchedSwitch
 
 SWITCH = ("sched", "sched_switch")
@@ -55,7 +54,7 @@ def switch_types_or_fail(trace):
 
 class TraceOffCpu(Waits):
     """The feed's ``sample`` callback for off-CPU time: each sample to ``named(s)``; each
-    ended wait to ``inner.named(s, ns)`` with ``inner.view`` [off-cpu] (``inner`` None: the
+    ended wait to ``inner.named(s, ns)`` (``inner`` None: the
     report's counts alone). ``preempted``: count preemptions as waits too. ``close()`` at the
     end ends what the stack times still can, the rest is counted as never ended."""
 
@@ -103,5 +102,4 @@ class TraceOffCpu(Waits):
             return
         self.threads[iv.tid][1][iv.state] += ns
         if self.inner is not None:
-            self.inner.view = OFF_CPU
             self.inner.named(s, ns)
