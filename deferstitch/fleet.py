@@ -88,9 +88,9 @@ def stitch_input(path, opts):
                                   no_symbols=True, kallsyms=None, symfs=opts["symfs"], buildid_dir=None)
 
         def make(_perf, ctx):
-            out.append(AddressStacks(ctx, opts["symbols"], ks, "ns" if opts["off_cpu"] else opts["weight"]))
+            out.append(AddressStacks(ctx, opts["symbols"], ks, "ns" if opts.get("off_cpu") else opts["weight"]))
             # --off-cpu: the stacks of waits, each weighted by its ns (output/offcpu.py)
-            return OffCpuFeed(out[-1], perf, opts["preempted"]) if opts["off_cpu"] else out[-1]
+            return OffCpuFeed(out[-1], perf, opts.get("preempted")) if opts.get("off_cpu") else out[-1]
         rep, _o = pipeline.run(args, make, symbols=True, perf=perf)
     except (DeferstitchError, OSError, ValueError) as err:
         row["error"] = str(err).splitlines()[0] if str(err) else type(err).__name__

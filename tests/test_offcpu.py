@@ -236,3 +236,11 @@ def test_fleet_sums_off_cpu_time_of_its_inputs(cap):
         shutil.copy(paths["per_task"], twice / ("%d.data" % n))
     got = folded(ds("fleet", "--off-cpu", "--workers", "1", twice, *sym).stdout.decode())
     assert got == {k: 2 * v for k, v in one.items()}
+
+
+@pytest.mark.parametrize("scen", SCENARIOS)
+def test_a_wait_keeps_its_threads_name_though_it_ends_after_the_thread_exited(scen, cap):
+    paths, _sym, _ = cap
+    comms = {line.split(";", 1)[0] for line in ds("folded", "--off-cpu", "--no-symbols", paths[scen]).stdout.decode().splitlines()}
+    assert {"sleeper", "piper", "feeder", "locker1", "locker2"} <= comms
+    assert not [c for c in comms if c.startswith(":")]          # perf's name of an exited thread
