@@ -209,9 +209,13 @@ def cmd_flamegraph(args):
     from .output.flamegraph import FlameGraph
     refuse_terminal(args.output, "a flame graph's HTML")
     kind = "Off-CPU Time " if args.off_cpu else "Wall-Clock Time " if args.wall_clock else ""
+
+    def title(perf):
+        guess = " (estimates: sched_switch sampled by frequency)" if _waits(args) and offcpu.estimated(perf) else ""
+        return args.title or "%sFlame Graph: %s%s" % (kind, os.path.basename(args.input), guess)
     return _text_output(args, lambda f, ctx: FlameGraph(
-        f, ctx, args.output, title=args.title or "%sFlame Graph: %s" % (kind, os.path.basename(args.input)),
-        width=args.width, inverted=args.inverted, weight=_weight(args)))
+        f, ctx, args.output, title=title(ctx.perf), width=args.width, inverted=args.inverted,
+        weight=_weight(args)))
 
 
 def cmd_folded(args):

@@ -167,6 +167,8 @@ def test_a_frequency_sampled_tracepoint_says_it_gives_estimates(cap):
     assert err.count("\n") == 1 and "sampled by frequency" in err
     assert "-e sched:sched_switch -e cpu-clock/freq=999/" in err
     assert "ESTIMATES" in ds("report", "--off-cpu", paths["global_freq"]).stdout.decode()
+    assert "(estimates: sched_switch sampled by frequency)</title>" in \
+        ds("flamegraph", "--off-cpu", paths["global_freq"], *sym).stdout.decode()
     assert ds("folded", "--off-cpu", paths["per_task"], *sym).stderr == b""
 
 
@@ -244,3 +246,44 @@ def test_a_wait_keeps_its_threads_name_though_it_ends_after_the_thread_exited(sc
     comms = {line.split(";", 1)[0] for line in ds("folded", "--off-cpu", "--no-symbols", paths[scen]).stdout.decode().splitlines()}
     assert {"sleeper", "piper", "feeder", "locker1", "locker2"} <= comms
     assert not [c for c in comms if c.startswith(":")]          # perf's name of an exited thread
+
+
+def lossy(src, dst, every=5):
+    """``src`` with every ``every``-th CALLCHAIN_DEFERRED left out, as a full ring buffer would."""
+    from deferstitch.abi import consts as C
+    from deferstitch.perfdata.reader import PerfData
+    from deferstitch.perfdata.writer import PerfWriter
+    n = 0
+    with PerfData.open(str(src)) as perf, open(dst, "w+b") as f:
+        w = PerfWriter(f, perf.endian)
+        for rec in perf.records():
+            if rec.type == C.PERF_RECORD_CALLCHAIN_DEFERRED:
+                n += 1
+                if n % every == 0:
+                    continue
+            w.write(rec)
+        w.close(perf.evlist.entries, dict(perf.features))
+    return dst
+
+
+def test_a_wait_whose_stack_is_not_proven_is_counted_never_guessed(cap):
+    """Stacks lost (a full buffer) or without cookies: each such wait keeps its kernel half and
+    its reason; the counts still add up."""
+    from nocookie import strip_cookies
+    paths, sym, work = cap
+    for path in (lossy(paths["per_task"], work / "lossy.data"), work / "nocookie.data"):
+        if path.name == "nocookie.data":
+            strip_cookies(paths["per_task"], path)
+        doc = json.loads(ds("report", "--json", "--off-cpu", path).stdout)
+        oc = doc["off_cpu"]
+        assert oc["switch_outs"] == doc["samples"]
+        assert oc["switch_outs"] == sum(oc["ended"].values()) + sum(oc["never_ended"].values()) \
+            + oc["preempted_not_counted"]
+        if path.name == "lossy.data":
+            assert doc["unmatched"].get("deferred-lost", 0) > 50
+            html = ds("flamegraph", "--off-cpu", path, *sym).stdout.decode()
+            assert "[user stack lost: deferred-lost]" in html
+            lines = folded(ds("folded", "--off-cpu", path, *sym).stdout.decode())
+            kernel_only = [k for k in lines if not any(f in KIND for f in k.split(";"))
+                           and "[libc.so.6]" not in k]
+            assert kernel_only

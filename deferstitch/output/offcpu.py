@@ -54,6 +54,11 @@ def switch_events_or_fail(perf, wall=False):
     return found
 
 
+def estimated(perf):
+    """Whether a sched_switch event of the file was sampled by frequency (its waits estimates)."""
+    return any(ent.attr.flags & FREQ for ent in perf.evlist.entries if SchedSwitch.of(perf, ent) is not None)
+
+
 def frequency_note(perf, path):
     """One line when a sched_switch event was sampled by frequency (a global -F puts the
     tracepoint in frequency mode: one sample per several switches), else None."""
@@ -61,7 +66,7 @@ def frequency_note(perf, path):
         if SchedSwitch.of(perf, ent) is not None and ent.attr.flags & FREQ:
             return ("deferstitch: %s: %s was sampled by frequency (a global -F), so only some "
                     "switches were recorded and the waits between them cannot be rebuilt; the "
-                    "off-CPU times below are estimates (each wait times the switches its sample "
+                    "off-CPU times given are estimates (each wait times the switches its sample "
                     "stands for). Record with: perf record -e sched:sched_switch -e "
                     "cpu-clock/freq=999/ --call-graph fp,defer" % (path, ent.name))
     return None
@@ -113,7 +118,7 @@ class OffCpuFeed(Sink, Waits):
     def __init__(self, inner, perf, preempted=False, wall=False):
         self.inner, self.perf, self.wall = inner, perf, wall
         self.switches = switch_events_or_fail(perf, wall)
-        self.estimate = any(perf.evlist.entries[i].attr.flags & FREQ for i in self.switches)
+        self.estimate = estimated(perf)
         self.core = O.OffCpu(self._wait, preempted)
         self.chains = getattr(inner, "takes", None) == CHAINS
         self.counted = getattr(inner, "takes", None) in (COUNTED, CHAINS)
