@@ -195,7 +195,7 @@ def cmd_export(args):
     if args.format == "pprof":
         from .output.pprof import Pprof
         refuse_terminal(args.output, "a gzip'd pprof profile")
-        return _text_output(args, lambda f, ctx: Pprof(f, ctx, off_cpu=_waits(args)), binary=True)
+        return _text_output(args, lambda f, ctx: Pprof(f, ctx, time="wall" if args.wall_clock else "off-cpu" if args.off_cpu else None), binary=True)
     from .output.speedscope import Speedscope
     refuse_terminal(args.output, "speedscope's JSON")
     return _text_output(args, lambda f, ctx: Speedscope(f, ctx, os.path.basename(args.input), _weight(args)))

@@ -287,3 +287,16 @@ def test_a_wait_whose_stack_is_not_proven_is_counted_never_guessed(cap):
             kernel_only = [k for k in lines if not any(f in KIND for f in k.split(";"))
                            and "[libc.so.6]" not in k]
             assert kernel_only
+
+
+def test_the_wall_clock_view_in_pprof_is_wall_time(cap):
+    paths, sym, work = cap
+    out = work / "wall.pb.gz"
+    ds("export", "--format", "pprof", "--wall-clock", paths["syswide"], *sym, "-o", out)
+    prof = read_profile(out)
+    st = [(prof.string_table[t.type], prof.string_table[t.unit]) for t in prof.sample_type]
+    assert st == [("samples", "count"), ("wall", "nanoseconds")]
+    wall = folded(ds("folded", "--wall-clock", paths["syswide"], *sym).stdout.decode())
+    assert sum(s.value[1] for s in prof.sample) == sum(wall.values())
+    names = {prof.string_table[f.name] for f in prof.function}
+    assert {"[on-cpu]", "[off-cpu]"} <= names

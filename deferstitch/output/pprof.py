@@ -21,10 +21,14 @@ _OUTCOMES = [(STITCHED, None), (PASSED, None)] + [(UNMATCHED, r) for r in REASON
 class Pprof(CountedSink):
     takes = COUNTED
 
-    def __init__(self, f, ctx, off_cpu=False):
+    TYPES = {None: (("samples", "count"), ("cpu", "nanoseconds")),
+             "off-cpu": (("waits", "count"), ("off-cpu", "nanoseconds")),       # --off-cpu
+             "wall": (("samples", "count"), ("wall", "nanoseconds"))}           # --wall-clock
+
+    def __init__(self, f, ctx, time=None):
+        """``time``: the values' kind, a key of TYPES (None: on-CPU samples and their period)."""
         self.f, self.ctx = f, ctx
-        types = ((("waits", "count"), ("off-cpu", "nanoseconds")) if off_cpu else
-                 (("samples", "count"), ("cpu", "nanoseconds")))
+        types = self.TYPES[time]
         self.profile = Profile(types, types[1], tids=True)
         self._views = {}           # (stack, view) -> the stack under its [on-cpu]/[off-cpu] frame
         self._locs = StackCache(ctx, self._stack_of)    # (pid, ips) -> stack number
