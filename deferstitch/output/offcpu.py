@@ -28,9 +28,6 @@ _TIME_CONFIGS = (0, 1)                      # PERF_COUNT_SW_CPU_CLOCK, _TASK_CLO
 FREQ = 1 << 10                              # perf_event_attr.freq: sample_freq, not a period
 
 
-_nothing = contextlib.nullcontext
-
-
 def switch_events(perf):
     """{entry index: SchedSwitch} of the file's sched:sched_switch events."""
     out = {}
@@ -62,17 +59,17 @@ def estimated(perf):
 def frequency_note(perf, path):
     """One line when a sched_switch event was sampled by frequency (a global -F puts the
     tracepoint in frequency mode: one sample per several switches), else None."""
-    for ent in perf.evlist.entries:
-        if SchedSwitch.of(perf, ent) is not None and ent.attr.flags & FREQ:
-            return ("deferstitch: %s: %s was sampled by frequency (a global -F), so only some "
-                    "switches were recorded and the waits between them cannot be rebuilt; the "
-                    "off-CPU times given are estimates (each wait times the switches its sample "
-                    "stands for). Record with: perf record -e sched:sched_switch -e "
-                    "cpu-clock/freq=999/ --call-graph fp,defer" % (path, ent.name))
-    return None
+    if not estimated(perf):
+        return None
+    return ("deferstitch: %s: sched:sched_switch was sampled by frequency (a global -F), so only "
+            "some switches were recorded and the waits between them cannot be rebuilt; the "
+            "off-CPU times given are estimates (each wait times the switches its sample stands "
+            "for). Record with: perf record -e sched:sched_switch -e cpu-clock/freq=999/ "
+            "--call-graph fp,defer" % path)
 
 
 def is_time_event(attr):
+    """cpu-clock or task-clock: a sample's period is ns on the CPU (the wall-clock view's)."""
     return attr.type == C.PERF_TYPE_SOFTWARE and attr.config in _TIME_CONFIGS
 
 
@@ -135,7 +132,8 @@ class OffCpuFeed(Sink, Waits):
                 self.on_cpu[s.tid] += 1
             if self.wall and is_time_event(ref.entry.attr):
                 self.inner.view = ON_CPU
-                self.inner.resolved(s)
+                with self._named_as(s.tid, s.comm):
+                    self.inner.resolved(s)
             return
         try:
             comm, _prev_pid, state, next_pid = sw.fields(ref.parsed.raw)
@@ -186,9 +184,14 @@ class OffCpuFeed(Sink, Waits):
         if self.wall:
             inner.view = OFF_CPU
         comm = s.comm or iv.comm
-        ctx = getattr(inner, "ctx", None)
-        with ctx.named_as(s.tid, comm) if ctx is not None else _nothing():
+        with self._named_as(s.tid, comm):
             self._hand(inner, s, comm, ns, iv)
+
+    def _named_as(self, tid, comm):
+        """Names taken now are those of the sample's time (PerfContext.named_as): a wait is
+        handed on when it ends, the thread maybe gone by then."""
+        ctx = getattr(self.inner, "ctx", None)
+        return ctx.named_as(tid, comm) if ctx is not None else contextlib.nullcontext()
 
     def _hand(self, inner, s, comm, ns, iv):
         if self.counted:
