@@ -135,6 +135,8 @@ class OffCpuFeed(Sink, Waits):
                 with self._named_as(s.tid, s.comm):
                     self.inner.resolved(s)
             return
+        if not ref.lead:        # a group read's other members: the same switch, once
+            return
         try:
             comm, _prev_pid, state, next_pid = sw.fields(ref.parsed.raw)
         except ValueError:
