@@ -6,7 +6,10 @@
 
 ``replicate``: copy k of the data section gets every timestamp shifted by k x (the capture's span
 + 1 ms) and every tid/pid > 0 shifted by k x TID_STEP, in the sample fields, the sample_id
-trailers and the bodies of COMM/EXIT/FORK/MMAP/MMAP2. Records without a time (perf's own user
+trailers and the bodies of COMM/EXIT/FORK/MMAP/MMAP2, and in a sched:sched_switch sample's raw
+data its pids (common_pid, prev_pid, next_pid where the file's own format puts them:
+perfdata/sched.py SchedSwitch.pid_fields; 0, the idle task, stays 0), so a switch-in names the
+copy's own task. Records without a time (perf's own user
 records: ID_INDEX, THREAD_MAP, TIME_CONV, ...) are written once; FINISHED_ROUND in every copy.
 So the file is N back-to-back runs of the same program by N different tasks: its pending work
 never grows with N, only its length. ``pipe=True`` writes what ``perf record -o -`` writes: the
@@ -29,6 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from deferstitch.abi import consts as C                     # noqa: E402
 from deferstitch.perfdata.reader import PerfData, Record    # noqa: E402
+from deferstitch.perfdata.sched import SchedSwitch          # noqa: E402
 from deferstitch.perfdata.writer import PerfWriter          # noqa: E402
 
 TID_STEP = 100_000          # tids of copy k: tid + k * TID_STEP (pid_max is 4194304 by default)
@@ -41,7 +45,28 @@ _BODY_TIDS = {              # record type -> offsets of s32 pid/tid fields in th
 _BODY_TIME = {C.PERF_RECORD_EXIT: 24, C.PERF_RECORD_FORK: 24}
 
 
-def _plan(perf, rec):
+def _raw_pids(perf, ent, data, switches):
+    """Offsets in ``data`` (a sample of ``ent``) of the s32 pids in its sched_switch raw data."""
+    sw = switches.get(ent.index)
+    if sw is None:
+        return []
+    raw = ent.layout.parse(data).raw
+    if raw is None:
+        return []
+    # RAW is its u32 size then the bytes; after CALLCHAIN, and perf asks for nothing after it
+    # here, so the last match is the field itself (searched rather than re-walked)
+    at = bytes(data).rfind(struct.pack(perf.endian + "I", len(raw)) + raw)
+    if at < 0:
+        raise SystemExit("replicate: a sched_switch sample's raw data not found in its record")
+    out = []
+    for off, size in sw.pid_fields():
+        if size != 4 or off + 4 > len(raw):
+            raise SystemExit("replicate: sched_switch pid field of %d bytes at %d" % (size, off))
+        out.append(at + 4 + off)
+    return out
+
+
+def _plan(perf, rec, switches):
     """(tid offsets, time offsets) to patch in ``rec``, absolute within rec.data."""
     tids, times = [], []
     n = len(rec.data)
@@ -53,6 +78,7 @@ def _plan(perf, rec):
                 tids += [lay.tid_offset, lay.tid_offset + 4]
             if lay.time_offset is not None:
                 times.append(lay.time_offset)
+            tids += _raw_pids(perf, ent, rec.data, switches)
         return tids, times
     tids += list(_BODY_TIDS.get(rec.type, ()))
     if rec.type in _BODY_TIME:
@@ -92,10 +118,15 @@ def replicate(src, copies, out, pipe=False):
     e = perf.endian
     s32, u64 = struct.Struct(e + "i"), struct.Struct(e + "Q")
     recs, tmin, tmax = [], None, 0
+    switches = {}
+    for ent in perf.evlist.entries:         # sched:sched_switch, by the file's own format
+        sw = SchedSwitch.of(perf, ent)
+        if sw is not None:
+            switches[ent.index] = sw
     for rec in perf.records():
         if rec.inner:
             raise SystemExit("replicate: compressed captures are not supported")
-        recs.append((rec, _plan(perf, rec)))
+        recs.append((rec, _plan(perf, rec, switches)))
         t = perf.evlist.time_of(rec)
         if t:
             tmin = t if tmin is None else min(tmin, t)

@@ -15,6 +15,10 @@ Usage:
                                           # .debug_info and a CPython built with -g (bench/dwarf.py;
                                           # the first run builds them, ~15 min), names checked
     python3 bench/run.py --dwarf --dwarf-only small --repeat 1            # a short one
+    python3 bench/run.py --offcpu         # off-CPU time: ds folded/report --off-cpu against perf
+                                          # script and perf sched timehist on the syswide off-CPU
+                                          # capture (tests/data/offcpu) x1/x10/x100; folded's
+                                          # totals checked (xk = k x x1's), memory x10 -> x100
     python3 bench/run.py --json out.json  # also where the JSON goes (default: CACHE/results.json)
     DEFERSTITCH_BENCH_DIR=/big/disk python3 bench/run.py   # cache dir (default ~/.cache/deferstitch-bench)
 
@@ -70,6 +74,8 @@ LANGS_SYMFS = CACHE / "langs-symfs"     # tests/data/langs/symfs unpacked (make_
 OUT = "bench-"              # what the commands write in CACHE (--goals: this run's own names)
 REAL = ["a_per_task", "b_per_task", "c_per_task", "syswide", "lost_per_task", "pipe", "compressed",
         "two_events_cpu_task", "baseline_fp_nodefer"]
+OFFCPU = ROOT / "tests" / "data" / "offcpu"
+OFFCPU_SYMFS = CACHE / "offcpu-symfs"   # tests/data/offcpu/symfs unpacked (offcpu_inputs())
 FILES = {"syswide": "syswide.data", "lost_per_task": "lost.data", "pipe": "pipe.data",
          "compressed": "compressed.data", "two_events_cpu_task": "two.data"}
 
@@ -279,7 +285,12 @@ def main(argv=None):
                     "these comma-separated words")
     ap.add_argument("--dwarf-perf-only", metavar="WORDS",
                     help="--dwarf: on these inputs only perf 7.2's row")
+    ap.add_argument("--offcpu", action="store_true",
+                    help="only the off-CPU rows: folded/report --off-cpu against perf script and "
+                    "perf sched timehist on tests/data/offcpu's syswide capture x1/x10/x100")
     args = ap.parse_args(argv)
+    if args.offcpu:
+        return offcpu(args)
     if args.dwarf:
         import dwarf
         CACHE.mkdir(parents=True, exist_ok=True)
@@ -421,6 +432,155 @@ def targets(by, scale, inputs):
                 out.append("target 10000 pending >= 10x faster than perf's merge (%s vs perf script): %.2fx"
                            % (tool, x))
     return out
+
+
+def offcpu_tools(have_perf):
+    """[(name, argv of file)] of the off-CPU rows. The folded rows write their output (in CACHE,
+    OUT's names) for offcpu_check()."""
+    py = [sys.executable, "-m", "deferstitch"]
+    named = ["--symfs", str(OFFCPU_SYMFS), "--kallsyms", str(OFFCPU / "kallsyms.xz")]
+    out = [("cat", lambda f: ["cat", f]),
+           ("ds folded --off-cpu", lambda f: py + ["folded", f, "--off-cpu", "-q", "-o",
+                                                   OUT + "offcpu-named.folded"] + named),
+           ("ds folded --off-cpu --no-symbols",
+            lambda f: py + ["folded", f, "--off-cpu", "-q", "--no-symbols", "-o", OUT + "offcpu.folded"]),
+           # the same with the order window small: a switch-out whose task never runs again in
+           # user space (copy k's perf thread) holds every later record in PerfFeed's fifo, up
+           # to 5 x --max-pending records (1 M by default): what grows with N above
+           ("ds folded --off-cpu --no-symbols --max-pending 1000",
+            lambda f: py + ["folded", f, "--off-cpu", "-q", "--no-symbols", "--max-pending", "1000",
+                            "-o", OUT + "offcpu-mp.folded"]),
+           ("ds report --off-cpu", lambda f: py + ["report", f, "--off-cpu", "-q", "--json"])]
+    if have_perf:
+        sp = str(SID_PERF)
+        out += [("perf script", lambda f: [sp, "script", "-i", f]),
+                ("perf sched timehist", lambda f: [sp, "sched", "timehist", "-i", f])]
+    return out
+
+
+def offcpu_inputs(quick):
+    """[(label, file in CACHE, k)]: the syswide off-CPU capture unpacked into CACHE (x1) and
+    replicated (build.replicate: tids, times and the sched_switch pids shifted by copy)."""
+    import lzma
+    meta_path, meta = cache_meta()
+    for packed in (OFFCPU / "symfs").rglob("*.xz"):
+        dst = OFFCPU_SYMFS / packed.relative_to(OFFCPU / "symfs").with_suffix("")
+        if not dst.exists():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(lzma.decompress(packed.read_bytes()))
+    src = CACHE / "offcpu-syswide.data"
+    if not src.exists():
+        src.write_bytes(lzma.decompress((OFFCPU / "syswide" / "syswide.data.xz").read_bytes()))
+    out = [("offcpu syswide x1", src.name, 1)]
+    for k in (10,) if quick else (10, 100):
+        out.append(("offcpu syswide x%d" % k, built(meta, src, "offcpu-syswide", k, False), k))
+    for _label, name, _k in out:
+        if not meta["files"].get(name) or meta["files"][name][2] != (CACHE / name).stat().st_size:
+            meta["files"][name] = list(count_records(CACHE / name)) + [(CACHE / name).stat().st_size]
+    meta_path.write_text(json.dumps(meta, indent=1))
+    return [(label, name, k, meta["files"][name]) for label, name, k in out]
+
+
+def _folded(path):
+    """{stack: weight} of a folded file."""
+    out = {}
+    for line in open(path):
+        stack, _sp, w = line.rstrip("\n").rpartition(" ")
+        out[stack] = out.get(stack, 0) + int(w)
+    return out
+
+
+def offcpu_check(outputs):
+    """Lines saying whether each xk's folded --off-cpu is x1's with every weight times k (the
+    copies are the same run by other tids, the comms the same: the lines must be too)."""
+    lines = []
+    for tool, by_k in outputs.items():
+        if 1 not in by_k:
+            continue
+        one = by_k[1]
+        for k, got in sorted(by_k.items()):
+            if k == 1:
+                continue
+            want = {s: w * k for s, w in one.items()}
+            if got == want:
+                lines.append("check %s x%d: %d stacks, each x1's weight x %d: equal" % (tool, k, len(got), k))
+            else:
+                diff = sorted(set(got) ^ set(want)) + [s for s in got if s in want and got[s] != want[s]]
+                lines.append("check %s x%d: NOT x1 x %d (%d stacks differ, total %d vs %d ns)"
+                             % (tool, k, k, len(diff), sum(got.values()), sum(want.values())))
+    return lines
+
+
+def offcpu(args):
+    """The off-CPU rows: time and peak RSS of ds folded/report --off-cpu, perf script and perf
+    sched timehist on the syswide off-CPU capture x1/x10/x100, folded's totals checked against
+    x1's, memory x10 -> x100."""
+    global OUT
+    OUT = "bench-%d-" % os.getpid()           # other runs may share the cache dir
+    repeat = args.repeat or 1
+    have_perf = not args.no_perf and have_sid_perf()
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "deferstitch")], check=True)
+    inputs = offcpu_inputs(args.quick)
+    results, outputs = [], {}
+    try:
+        for label, name, k, (nrec, nsamp, size) in inputs:
+            subprocess.run(["cat", name], cwd=CACHE, stdout=subprocess.DEVNULL)     # warm the cache
+            for tool, mk in offcpu_tools(have_perf):
+                best = None
+                for _ in range(repeat):
+                    dt, rss, cpu, status = measure(mk(name), str(CACHE), args.timeout)
+                    if status != "ok":
+                        best = (dt, rss, cpu, status)
+                        break
+                    if best is None or dt < best[0]:
+                        best = (dt, rss, cpu, status)
+                dt, rss, cpu, status = best
+                argv = mk(name)
+                if status == "ok" and "-o" in argv and argv[argv.index("-o") + 1] != os.devnull:
+                    outputs.setdefault(tool, {})[k] = _folded(CACHE / argv[argv.index("-o") + 1])
+                results.append({"input": label, "file": name, "tool": tool, "records": nrec,
+                                "samples": nsamp, "bytes": size, "seconds": dt, "cpu_seconds": cpu,
+                                "peak_rss_kib": rss, "status": status})
+                print("bench: %-20s %-34s %8s s  %s" % (label, tool, "%.2f" % dt if dt else "-", status),
+                      file=sys.stderr, flush=True)
+    finally:
+        for junk in ("offcpu-named.folded", "offcpu.folded", "offcpu-mp.folded", "stderr.txt", "rss.txt"):
+            try:
+                (CACHE / (OUT + junk)).unlink()
+            except OSError:
+                pass
+    by = {(r["input"], r["tool"]): r for r in results}
+    rows = []
+    for r in results:
+        ps = by.get((r["input"], "perf script"))
+        r["vs_perf_script"] = ps["seconds"] / r["seconds"] if ps and ps["seconds"] and r["seconds"] else None
+        rows.append([r["input"], r["tool"], "%.2f" % r["seconds"] if r["seconds"] else r["status"],
+                     "%.2f" % r["cpu_seconds"] if r["cpu_seconds"] is not None else "-",
+                     "%.0f" % (r["peak_rss_kib"] / 1024) if r["peak_rss_kib"] else "-",
+                     "%.2f" % r["vs_perf_script"] if r["vs_perf_script"] else "-",
+                     "" if r["status"] == "ok" else r["status"][:40]])
+    print(fmt_table(rows, ["input", "tool", "s", "cpu s", "RSS MB", "perf script s / s", "note"]))
+    lines = offcpu_check(outputs)
+    scale = [label for label, _n, k, _m in inputs if k > 1]
+    for tool, _mk in offcpu_tools(have_perf):
+        a, b = by.get((scale[0], tool)), by.get((scale[-1], tool))
+        if len(scale) > 1 and a and b and a["peak_rss_kib"] and b["peak_rss_kib"]:
+            ma, mb = a["peak_rss_kib"] / 1024, b["peak_rss_kib"] / 1024
+            lines.append("%-8s memory flat %s -> %s (<= 1.25x), %s: %.0f -> %.0f MB (%.2fx)" % (
+                "MET" if mb <= 1.25 * ma else "NOT MET", scale[0].split()[-1], scale[-1].split()[-1],
+                tool, ma, mb, mb / ma))
+    print()
+    for line in lines:
+        print(line)
+    doc = {"host": {"python": sys.version.split()[0], "machine": platform.machine(),
+                    "cpus": os.cpu_count(), "kernel": platform.release(), "cpu": _cpu_model(),
+                    "load": os.getloadavg()},
+           "perf": _perf_version() if have_perf else None, "repeat": repeat,
+           "results": results, "checks": lines}
+    out = Path(args.json) if args.json else CACHE / "offcpu.json"
+    out.write_text(json.dumps(doc, indent=1))
+    print("\nbench: JSON in %s" % out)
+    return 0
 
 
 def goal_inputs():

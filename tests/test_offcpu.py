@@ -300,3 +300,27 @@ def test_the_wall_clock_view_in_pprof_is_wall_time(cap):
     assert sum(s.value[1] for s in prof.sample) == sum(wall.values())
     names = {prof.string_table[f.name] for f in prof.function}
     assert {"[on-cpu]", "[off-cpu]"} <= names
+
+
+def test_replicated_syswide_is_x1_times_k(cap):
+    """bench/build.py replicate shifts the pids in sched_switch's raw data as in the sample
+    fields (SchedSwitch.pid_fields, by the file's format): copy k's switch-ins name copy k's
+    tasks, so x3's off-CPU profile is x1's with every weight times 3."""
+    import subprocess
+    import sys
+    from deferstitch.perfdata.reader import PerfData
+    from deferstitch.perfdata.sched import SchedSwitch
+    paths, _named, work = cap
+    with PerfData.open(str(paths["syswide"])) as perf:
+        sw = [SchedSwitch.of(perf, e) for e in perf.evlist.entries]
+        assert [s.pid_fields() for s in sw if s] == [((4, 4), (24, 4), (56, 4))]  # common_pid, prev_pid, next_pid
+    out = work / "syswide-x3.data"
+    root = OFFCPU.parents[2]
+    subprocess.run([sys.executable, str(root / "bench" / "build.py"), "replicate", str(paths["syswide"]), "3",
+                    str(out)], check=True, capture_output=True)
+    one = folded(ds("folded", "--off-cpu", "-q", "--no-symbols", str(paths["syswide"])).stdout.decode())
+    three = folded(ds("folded", "--off-cpu", "-q", "--no-symbols", str(out)).stdout.decode())
+    assert three == {stack: 3 * n for stack, n in one.items()}
+    ended = [json.loads(ds("report", "--json", "--off-cpu", p).stdout)["off_cpu"]["ended"]
+             for p in (paths["syswide"], out)]
+    assert ended[1] == {how: 3 * n for how, n in ended[0].items()}      # every wait by a switch-in

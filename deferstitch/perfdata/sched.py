@@ -24,6 +24,8 @@ class SchedSwitch:
     """The fields of one file's sched_switch: ``fields(raw)`` -> (prev_comm, prev_pid, state
     letter, next_pid)."""
 
+    common_pid = None           # (offset, size) of the common field common_pid, when of() read it
+
     def __init__(self, desc, endian, letters=STATE_LETTERS):
         by = {f.name: f for f in desc.fields}
         self.endian = endian
@@ -46,7 +48,13 @@ class SchedSwitch:
             return None
         if desc is None or desc.name != "sched_switch":
             return None
-        return cls.of_format(desc.fields, found[1], perf.endian)
+        sw = cls.of_format(desc.fields, found[1], perf.endian)
+        if sw is not None:
+            for f in desc.common or ():
+                if f.name == "common_pid":
+                    sw.common_pid = (f.offset, f.size)
+                    break
+        return sw
 
     @classmethod
     def of_format(cls, fields, text, endian):
@@ -58,6 +66,11 @@ class SchedSwitch:
             return cls(_Desc(fields), endian, letters_of(text))
         except KeyError:            # a format without prev_pid & co: not one we can read
             return None
+
+    def pid_fields(self):
+        """((offset, size), ...) of the raw data's pids: common_pid (when of() found it),
+        prev_pid, next_pid; what a rewrite of a file's tids shifts too (bench/build.py)."""
+        return tuple(x for x in (self.common_pid, self.at["prev_pid"], self.at["next_pid"]) if x)
 
     def _int(self, raw, name, signed=True):
         off, size = self.at[name]
