@@ -22,8 +22,14 @@ feeder asks to count preemptions too. So every switch-out is counted exactly onc
 
     switch_outs == sum(ended.values()) + sum(unended.values()) + preempted
 
-Memory: one open interval per task off the CPU, and a heap entry per open interval with a
-stack time. The core knows no file format: the feeder decodes the tracepoint's fields.
+Two ways to feed it. In time order with every sample's outcome final (the trace side): a
+stitched switch-out's stack time is known at once and waits in a heap until stream time passes
+it. Or as the input comes (the perf side: PerfFeed's ``arrived``), a switch-out before its
+outcome, then ``resolved(s)`` when the stitcher gives it: that is the moment its deferred stack
+came, so a wait still open ends there (USER_STACK), and a wait that ended earlier is handed on
+then. Either way nothing is held for a wait but its own entry: memory follows the tasks off the
+CPU and the samples still waiting for their stack, never the input's length.
+The core knows no file format: the feeder decodes the tracepoint's fields.
 """
 import heapq
 from collections import Counter
@@ -68,6 +74,7 @@ class OffCpu:
         self.unended = Counter()    # UNENDED -> intervals
         self.ns = Counter()         # ENDINGS -> ns off the CPU they ended
         self.last = None            # the latest time given
+        self.unresolved = {}        # id(sample) -> its wait, ended or not, its outcome to come
 
     # -- the feeder's calls, in time order ------------------------------------------------------
     def switch_out(self, s, state, comm=None):
@@ -79,6 +86,8 @@ class OffCpu:
         tid = s.tid
         if tid is None or tid < 0:          # a task already gone: nobody will run as it again
             iv = Interval(s, tid, comm, state, now)
+            if s.outcome is None:
+                self.unresolved[id(s)] = iv
             self._give_up(iv, TASK_GONE)
             return
         self.seen(tid, now)                 # it was running: its earlier wait is over
@@ -86,10 +95,24 @@ class OffCpu:
             self.skipped_preempted += 1
             return
         iv = self.open[tid] = Interval(s, tid, comm, state, now)
-        st = getattr(s, "stack_time", None)
+        if s.outcome is None:               # its outcome comes later: resolved(s)
+            self.unresolved[id(s)] = iv
+            return
+        st = s.stack_time
         if s.outcome == STITCHED and st is not None and st > now:
             self.serial += 1
             heapq.heappush(self.deadlines, (st, self.serial, iv))
+
+    def resolved(self, s):
+        """The outcome of switch-out ``s`` is known: the moment its deferred stack came (or it
+        was given up). Its wait, still open, ends at the stack's time; ended, it is handed on."""
+        iv = self.unresolved.pop(id(s), None)
+        if iv is None:
+            return
+        if iv.ended is not None:            # ended (or given up) before: hand it on now
+            self.emit(iv)
+        elif self.open.get(iv.tid) is iv and s.outcome == STITCHED and s.stack_time is not None:
+            self._end(iv, s.stack_time, USER_STACK)
 
     def switch_in(self, tid, time, how=SWITCH_IN):
         """Task ``tid`` runs again at ``time``: a switch-in record (SWITCH_IN), or a sched_switch
@@ -112,11 +135,16 @@ class OffCpu:
         self._advance(time)
 
     def finish(self):
-        """The input ended: the stack times still ahead end theirs; the rest never ended."""
+        """The input ended (every sample's outcome given): the stack times still ahead end
+        theirs; the rest never ended."""
         self._advance(None)
         for iv in list(self.open.values()):
             del self.open[iv.tid]
             self._give_up(iv, RECORDING_ENDED)
+        for iv in self.unresolved.values():     # a feeder that never resolved them: as they are
+            if iv.ended is not None:
+                self.emit(iv)
+        self.unresolved.clear()
 
     # -- counts -------------------------------------------------------------------------------
     @property
@@ -142,9 +170,13 @@ class OffCpu:
         iv.end, iv.ended = max(time, iv.start), how
         self.ended[how] += 1
         self.ns[how] += iv.end - iv.start
-        self.emit(iv)
+        self._hand(iv)
 
     def _give_up(self, iv, why):
         iv.ended = why
         self.unended[why] += 1
-        self.emit(iv)
+        self._hand(iv)
+
+    def _hand(self, iv):
+        if iv.sample.outcome is not None:       # else resolved() hands it on
+            self.emit(iv)

@@ -1,13 +1,16 @@
 """Off-CPU time into any counted output: each wait of a task (offcpu.py) a stack weighted by
 the nanoseconds it lasted, and, for the wall-clock view, the on-CPU samples beside them.
 
-    PerfFeed --sample(s), record(rec) in time order--> OffCpuFeed --OffCpu (the core)-->
-        each ended wait: inner.resolved_counted(..., period=ns, count=1, ...)  (or resolved_ips)
+    PerfFeed --arrived(s), passing(rec) as they come; resolved(s) as each outcome comes-->
+        OffCpuFeed --OffCpu (the core)--> each ended wait whose outcome is known:
+        inner.resolved_counted(..., period=ns, count=1, ...)  (or resolved_ips)
 
 The output it wraps (Folded, FlameGraph, Pprof, Speedscope) is made with weights by period;
 ``view`` on it names the frame the next stacks go under in the wall-clock view ([on-cpu] or
 [off-cpu], below the comm). It runs on the Python path: it needs each sched_switch sample's raw
-fields and the switch records in time order, which the C engine does not hand.
+fields and the switch records in time order, which the C engine does not hand. It takes them as
+they come, not through the feed's hold-back queue: a task blocked to the end of the recording,
+its stack never written, would hold every record behind its switch-out there.
 """
 import contextlib
 import sys
@@ -111,6 +114,7 @@ class OffCpuFeed(Sink, Waits):
     a time event too, each under [on-cpu]: its period is ns)."""
 
     takes = None
+    in_order = False        # arrived(), passing() and resolved(): nothing held back
 
     def __init__(self, inner, perf, preempted=False, wall=False):
         self.inner, self.perf, self.wall = inner, perf, wall
@@ -122,18 +126,16 @@ class OffCpuFeed(Sink, Waits):
         self.report = None
         self._waits_init()
 
-    # -- the run's calls (Sink) ---------------------------------------------------------------
-    def sample(self, s):
+    # -- the run's calls (Sink), as the input comes ---------------------------------------------
+    def arrived(self, s):
+        """A sample as it comes, in time order: a switch-out opens a wait (its stack comes with
+        resolved()); any other sample of a task says it was running."""
         ref = s.ref
         sw = self.switches.get(ref.entry.index)
         if sw is None:
             if s.tid is not None and s.time is not None:
                 self.core.seen(s.tid, s.time)
                 self.on_cpu[s.tid] += 1
-            if self.wall and is_time_event(ref.entry.attr):
-                self.inner.view = ON_CPU
-                with self._named_as(s.tid, s.comm):
-                    self.inner.resolved(s)
             return
         if not ref.lead:        # a group read's other members: the same switch, once
             return
@@ -149,7 +151,9 @@ class OffCpuFeed(Sink, Waits):
         if next_pid > 0:
             self.core.switch_in(next_pid, s.time, O.NEXT_PID)
 
-    def record(self, rec):
+    def passing(self, rec):
+        """A record as it comes, in time order: a switch-in ends its task's wait; an exit says
+        the task ran until then."""
         t = rec.type
         if t in (C.PERF_RECORD_SWITCH, C.PERF_RECORD_SWITCH_CPU_WIDE):
             if switch_in(rec):
@@ -159,6 +163,16 @@ class OffCpuFeed(Sink, Waits):
         elif t == C.PERF_RECORD_EXIT:
             task = R.parse_task(rec.data, self.perf.endian)
             self.core.seen(task.tid, task.time)
+
+    def resolved(self, s):
+        """A sample's outcome, the moment its stack came (or it was given up): a switch-out's
+        wait may end or be handed on now; the wall-clock view's on-CPU samples go to the output."""
+        ref = s.ref
+        if ref.entry.index in self.switches:
+            self.core.resolved(s)
+        elif self.wall and is_time_event(ref.entry.attr):
+            self.inner.view = ON_CPU
+            self.inner.resolved(s)
 
     def _id(self, rec):
         ent = self.perf.evlist.for_trailer(rec.data)

@@ -5,11 +5,16 @@ nothing (as perf's util/tool.c gives every callback of a tool its stub): an outp
 the calls it cares about, and a new call is one stub there. The Python path (perfdata/feed.py
 PerfFeed, the definition) calls
 
+    arrived(s)         a sample as it comes, in time order, before its outcome is known
+    passing(rec)       a record other than a sample as it comes, in time order
     resolved(s)        a sample whose outcome is known, the moment it is (names taken then see
                        the maps as they were when the stack was taken)
     record(rec)        a record other than a sample, in time order (maps, comms, lost, ...)
     sample(s)          a sample whose outcome is final, in time order
     close()            the input has ended (or stopped at damage): finish the output
+
+record() and sample() come through a hold-back queue (each record waits for the samples before
+it); an output that takes neither says ``in_order = False`` and the feed keeps nothing back.
 
 The trace side (tracecmd/cli.py) calls named(s) for each sample, its outcome final, in time
 order (the sample's frames named by the side's namer), then close().
@@ -78,10 +83,17 @@ class Sink:
     which of the engine's calls it gets (the module docstring)."""
 
     takes = None            # what the C engine hands this output (above); None: the Python path
+    in_order = True         # takes record() and sample(): the feed holds records back for them
     view = None             # the wall-clock view: the frame the next stacks go under, below the
                             # comm ([on-cpu] or [off-cpu]: output/offcpu.py sets it), else None
 
     # -- the Python path (PerfFeed) and the trace side -------------------------------------------
+    def arrived(self, s):
+        """A sample as it comes, in time order, its outcome not yet known."""
+
+    def passing(self, rec):
+        """A record other than a sample as it comes, in time order (not held back)."""
+
     def resolved(self, s):
         """A sample whose outcome is known, the moment it is (names taken now see its maps)."""
 

@@ -184,6 +184,9 @@ class PerfFeed:
         self.perf, self.out = perf, out
         self.observe = observe     # sees every record as it arrives, in time order (maps, comms)
         self.on_resolved = getattr(out, "resolved", None)
+        self.on_arrived = getattr(out, "arrived", None)
+        self.on_passing = getattr(out, "passing", None)
+        self.in_order = getattr(out, "in_order", True)   # out takes record()/sample(): hold back
         self.stitcher = Stitcher(self._resolved, max_pending)
         self.report = self.stitcher.report
         self.report.source = "perf"
@@ -221,6 +224,8 @@ class PerfFeed:
                 counts[t] = counts.get(t, 0) + 1
                 if observe is not None:
                     observe(rec)
+                if t != C.PERF_RECORD_SAMPLE and self.on_passing is not None:
+                    self.on_passing(rec)
                 try:
                     if t == C.PERF_RECORD_SAMPLE:
                         self._sample(rec)
@@ -308,7 +313,10 @@ class PerfFeed:
                              user_mode))
 
     def _one(self, s):
-        self.fifo.append(s)
+        if self.on_arrived is not None:
+            self.on_arrived(s)
+        if self.in_order:
+            self.fifo.append(s)
         if s.cookie is not None and (s.tid is None or s.time is None):
             self.stitcher.reject(s, NO_TASK)       # perf cannot match these either
         else:
@@ -394,6 +402,8 @@ class PerfFeed:
             self.on_resolved(s)
 
     def _push(self, rec):
+        if not self.in_order:
+            return
         if self.fifo:
             self.fifo.append(rec)
             if len(self.fifo) > self.window:
