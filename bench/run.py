@@ -444,12 +444,6 @@ def offcpu_tools(have_perf):
                                                    OUT + "offcpu-named.folded"] + named),
            ("ds folded --off-cpu --no-symbols",
             lambda f: py + ["folded", f, "--off-cpu", "-q", "--no-symbols", "-o", OUT + "offcpu.folded"]),
-           # the same with the order window small: a switch-out whose task never runs again in
-           # user space (copy k's perf thread) holds every later record in PerfFeed's fifo, up
-           # to 5 x --max-pending records (1 M by default): what grows with N above
-           ("ds folded --off-cpu --no-symbols --max-pending 1000",
-            lambda f: py + ["folded", f, "--off-cpu", "-q", "--no-symbols", "--max-pending", "1000",
-                            "-o", OUT + "offcpu-mp.folded"]),
            ("ds report --off-cpu", lambda f: py + ["report", f, "--off-cpu", "-q", "--json"])]
     if have_perf:
         sp = str(SID_PERF)
@@ -544,7 +538,7 @@ def offcpu(args):
                 print("bench: %-20s %-34s %8s s  %s" % (label, tool, "%.2f" % dt if dt else "-", status),
                       file=sys.stderr, flush=True)
     finally:
-        for junk in ("offcpu-named.folded", "offcpu.folded", "offcpu-mp.folded", "stderr.txt", "rss.txt"):
+        for junk in ("offcpu-named.folded", "offcpu.folded", "stderr.txt", "rss.txt"):
             try:
                 (CACHE / (OUT + junk)).unlink()
             except OSError:
