@@ -103,6 +103,10 @@ class _PipeOut:
         for ent in ([] if perf.pipe else perf.evlist.entries):     # perf's synthesize_attr
             body = ent.attr.raw + struct.pack(e + "%dQ" % len(ent.ids), *ent.ids)
             f.write(struct.pack(e + "IHH", C.PERF_RECORD_HEADER_ATTR, 0, 8 + len(body)) + body)
+        if not perf.pipe and perf.tracing:      # perf's tracing_data_put: u32 size, then the data
+            blob = bytes(perf.tracing)
+            f.write(struct.pack(e + "IHHI4x", C.PERF_RECORD_HEADER_TRACING_DATA, 0, 16, len(blob))
+                    + blob + b"\0" * (-len(blob) % 8))
 
     def write(self, rec, data=None):
         self.f.write(rec.data if data is None else data)

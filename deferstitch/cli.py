@@ -173,10 +173,10 @@ def _text_output(args, make, binary=False):
     output is fed waits (output/offcpu.py), with --event one event's samples (output/select.py)."""
     perf = PerfData.open(args.input)        # a bad input says so before any output exists
     waits = getattr(args, "off_cpu", False) or getattr(args, "wall_clock", False)
-    choose = None
+    choose = plan = None
     if waits:
-        offcpu.switch_events_or_fail(perf, args.wall_clock)
-        offcpu.warn_estimate(perf, args.quiet)
+        plan = offcpu.plan_or_fail(perf, args.wall_clock)
+        offcpu.warn_estimate(plan, perf.path, args.quiet)
     elif getattr(args, "event", None) is not None:
         choose = select.entries_named(perf, args.event)
     elif hasattr(args, "event"):
@@ -184,7 +184,7 @@ def _text_output(args, make, binary=False):
 
     def wrap(out):
         if waits:
-            return OffCpuFeed(out, perf, args.preempted, args.wall_clock)
+            return OffCpuFeed(out, perf, args.preempted, args.wall_clock, plan)
         return select.EventSelect(out, choose) if choose is not None else out
     with Output(args.output, binary=binary, inputs=[args.input]) as f:
         pipeline.run(args, lambda perf, ctx: wrap(make(f, ctx)), symbols=True, perf=perf)
@@ -211,7 +211,7 @@ def cmd_flamegraph(args):
     kind = "Off-CPU Time " if args.off_cpu else "Wall-Clock Time " if args.wall_clock else ""
 
     def title(perf):
-        guess = " (estimates: sched_switch sampled by frequency)" if _waits(args) and offcpu.estimated(perf) else ""
+        guess = " (estimates: sched_switch sampled by frequency)" if _waits(args) and offcpu.Plan(perf).estimate else ""
         return args.title or "%sFlame Graph: %s%s" % (kind, os.path.basename(args.input), guess)
     return _text_output(args, lambda f, ctx: FlameGraph(
         f, ctx, args.output, title=title(ctx.perf), width=args.width, inverted=args.inverted,

@@ -324,3 +324,18 @@ def test_replicated_syswide_is_x1_times_k(cap):
     ended = [json.loads(ds("report", "--json", "--off-cpu", p).stdout)["off_cpu"]["ended"]
              for p in (paths["syswide"], out)]
     assert ended[1] == {how: 3 * n for how, n in ended[0].items()}      # every wait by a switch-in
+
+
+def test_a_pipe_gives_what_the_file_gives(cap):
+    """perf record -o - carries its attrs and the tracepoint formats as records: the off-CPU
+    view reads them ahead, before the run (a pipe written as perf writes one: bench/build.py)."""
+    import subprocess
+    import sys
+    paths, _sym, work = cap
+    pipe = work / "per_task.pipe.data"
+    subprocess.run([sys.executable, str(OFFCPU.parents[2] / "bench" / "build.py"), "replicate-pipe",
+                    str(paths["per_task"]), "1", str(pipe)], check=True, capture_output=True)
+    with open(pipe, "rb") as f:
+        got = run_cli("folded", "--off-cpu", "--no-symbols", "-", stdin=f)
+    assert got.returncode == 0, got.stderr.decode()
+    assert got.stdout == ds("folded", "--off-cpu", "--no-symbols", paths["per_task"]).stdout

@@ -41,28 +41,44 @@ def switch_events(perf):
     return out
 
 
-def switch_events_or_fail(perf, wall=False):
-    """switch_events(), or the one line saying what the file lacks for off-CPU time."""
-    found = switch_events(perf)
-    if not found:
+class Plan:
+    """What the file holds for off-CPU time, known before the run: ``switches`` (switch_events),
+    ``timed`` (a time event for the wall-clock view), ``estimate`` (a sched_switch sampled by
+    frequency). A pipe carries its attrs and formats as records: they are read ahead."""
+
+    def __init__(self, perf):
+        self._of(perf)
+        if not self.switches and perf.pipe:
+            with perf.ahead() as records:       # up to the first sample: the metadata records
+                for rec in records:
+                    if rec.type == C.PERF_RECORD_SAMPLE:
+                        break
+                self._of(perf)
+
+    def _of(self, perf):
+        self.switches = switch_events(perf)
+        entries = perf.evlist.entries
+        self.timed = any(is_time_event(e.attr) for e in entries)
+        self.estimate = any(entries[i].attr.flags & FREQ for i in self.switches)
+
+
+def plan_or_fail(perf, wall=False):
+    """The Plan, or the one line saying what the file lacks for off-CPU time."""
+    plan = Plan(perf)
+    if not plan.switches:
         raise DeferstitchError("%s: no sched:sched_switch event with its format: record with "
                                "perf record -e sched:sched_switch --call-graph fp,defer" % perf.path)
-    if wall and not any(is_time_event(e.attr) for e in perf.evlist.entries):
+    if wall and not plan.timed:
         raise DeferstitchError("%s: the wall-clock view needs on-CPU samples of a time event "
                                "(cpu-clock or task-clock), whose period is time: record with "
                                "-e sched:sched_switch -e cpu-clock/freq=999/" % perf.path)
-    return found
+    return plan
 
 
-def estimated(perf):
-    """Whether a sched_switch event of the file was sampled by frequency (its waits estimates)."""
-    return any(ent.attr.flags & FREQ for ent in perf.evlist.entries if SchedSwitch.of(perf, ent) is not None)
-
-
-def frequency_note(perf, path):
+def frequency_note(plan, path):
     """One line when a sched_switch event was sampled by frequency (a global -F puts the
     tracepoint in frequency mode: one sample per several switches), else None."""
-    if not estimated(perf):
+    if not plan.estimate:
         return None
     return ("deferstitch: %s: sched:sched_switch was sampled by frequency (a global -F), so only "
             "some switches were recorded and the waits between them cannot be rebuilt; the "
@@ -116,10 +132,10 @@ class OffCpuFeed(Sink, Waits):
     takes = None
     in_order = False        # arrived(), passing() and resolved(): nothing held back
 
-    def __init__(self, inner, perf, preempted=False, wall=False):
+    def __init__(self, inner, perf, preempted=False, wall=False, plan=None):
         self.inner, self.perf, self.wall = inner, perf, wall
-        self.switches = switch_events_or_fail(perf, wall)
-        self.estimate = estimated(perf)
+        plan = plan or plan_or_fail(perf, wall)
+        self.switches, self.estimate = plan.switches, plan.estimate
         self.core = O.OffCpu(self._wait, preempted)
         self.chains = getattr(inner, "takes", None) == CHAINS
         self.counted = getattr(inner, "takes", None) in (COUNTED, CHAINS)
@@ -221,9 +237,9 @@ class OffCpuFeed(Sink, Waits):
             inner.resolved_ips(s.pid, s.tid, comm, tuple(sample_ips(s)), ns, s.ref.entry.index)
 
 
-def warn_estimate(perf, quiet):
+def warn_estimate(plan, path, quiet):
     """Say when the file cannot give time (frequency_note)."""
-    line = frequency_note(perf, perf.path)
+    line = frequency_note(plan, path)
     if line and not quiet:
         sys.stderr.write(line + "\n")
 
