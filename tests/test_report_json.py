@@ -2,6 +2,7 @@
 at the top, the same for perf.data and trace.dat, each front end's counters under its own key,
 and a version; reports stored by earlier versions (flat) are still read."""
 import json
+import os
 import re
 
 import pytest
@@ -34,10 +35,27 @@ def test_perf_report_shape_is_documented():
     d = perf_report()
     rows = documented()
     assert list(d)[:3] == ["version", "complete", "error"] and d["version"] == VERSION
-    assert set(d) == set(rows) - {"ftrace"}, "undocumented or missing top-level keys"
+    assert set(d) == set(rows) - {"ftrace", "off_cpu"}, "undocumented or missing top-level keys"
     for key in d["perf"]:
         assert "`%s`" % key in rows["perf"], "perf.%s is not documented" % key
     assert d["complete"] is True and d["error"] is None
+
+
+def test_off_cpu_shape_is_documented():
+    """report --off-cpu adds ``off_cpu``: each of its keys and its threads' keys documented."""
+    import lzma
+    import tempfile
+    from conftest import DATA
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "per-task.data")
+        with open(path, "wb") as f:
+            f.write(lzma.decompress((DATA / "offcpu" / "per_task" / "per-task.data.xz").read_bytes()))
+        p = run_cli("report", path, "--json", "--off-cpu")
+    assert p.returncode == 0, p.stderr
+    oc = json.loads(p.stdout)["off_cpu"]
+    row = documented()["off_cpu"]
+    for key in list(oc) + list(oc["threads"][0]):
+        assert "`%s`" % key in row, "off_cpu.%s is not documented" % key
 
 
 def test_trace_report_has_the_same_top_level():
