@@ -195,10 +195,12 @@ def cmd_export(args):
     if args.format == "pprof":
         from .output.pprof import Pprof
         refuse_terminal(args.output, "a gzip'd pprof profile")
-        return _text_output(args, lambda f, ctx: Pprof(f, ctx, time="wall" if args.wall_clock else "off-cpu" if args.off_cpu else None), binary=True)
+        time = "wall" if args.wall_clock else "off-cpu" if args.off_cpu else None
+        return _text_output(args, lambda f, ctx: Pprof(f, ctx, time=time), binary=True)
     from .output.speedscope import Speedscope
     refuse_terminal(args.output, "speedscope's JSON")
-    return _text_output(args, lambda f, ctx: Speedscope(f, ctx, os.path.basename(args.input), _weight(args)))
+    name = os.path.basename(args.input)
+    return _text_output(args, lambda f, ctx: Speedscope(f, ctx, name, _weight(args)))
 
 
 def cmd_script(args):
@@ -211,7 +213,8 @@ def cmd_flamegraph(args):
     kind = "Off-CPU Time " if args.off_cpu else "Wall-Clock Time " if args.wall_clock else ""
 
     def title(perf):
-        guess = " (estimates: sched_switch sampled by frequency)" if _waits(args) and offcpu.Plan(perf).estimate else ""
+        guess = (" (estimates: sched_switch sampled by frequency)"
+                 if _waits(args) and offcpu.Plan(perf).estimate else "")
         return args.title or "%sFlame Graph: %s%s" % (kind, os.path.basename(args.input), guess)
     return _text_output(args, lambda f, ctx: FlameGraph(
         f, ctx, args.output, title=title(ctx.perf), width=args.width, inverted=args.inverted,
@@ -289,7 +292,7 @@ def build_parser():
             sp.add_argument("--max-pending", type=_count, default=DEFAULT_MAX_PENDING, metavar="N",
                             help="samples waiting for their stack at most (default %(default)d); "
                                  "the oldest beyond are reported as evicted")
-        sp.set_defaults(func=func)
+        sp.set_defaults(func=func, command_parser=sp)
         return sp
 
     def symbol_options(sp):
@@ -308,13 +311,14 @@ def build_parser():
     def time_options(sp):
         sp.add_argument("--off-cpu", action="store_true",
                         help="where tasks wait: each sched_switch sample's stack weighted by the ns "
-                             "until its task ran again (record -e sched:sched_switch --call-graph fp,defer)")
+                             "until its task ran again (record -e sched:sched_switch "
+                             "--call-graph fp,defer)")
         sp.add_argument("--wall-clock", action="store_true",
-                        help="on-CPU samples (cpu-clock, task-clock: their period in ns) and off-CPU "
-                             "time in one profile, under [on-cpu] and [off-cpu]")
+                        help="on-CPU samples (cpu-clock, task-clock: their period in ns) and "
+                             "off-CPU time in one profile, under [on-cpu] and [off-cpu]")
         sp.add_argument("--preempted", action="store_true",
-                        help="with --off-cpu: count preemptions as waits too (default: only switch-outs "
-                             "where the task blocked)")
+                        help="with --off-cpu: count preemptions as waits too (default: only "
+                             "switch-outs where the task blocked)")
         sp.add_argument("--event", metavar="NAME",
                         help="only the samples of this event (as perf evlist names it), where the "
                              "file holds several")
@@ -377,6 +381,12 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    if getattr(args, "preempted", False) and not (getattr(args, "off_cpu", False)
+                                                  or getattr(args, "wall_clock", False)):
+        # how to count waits, without waits to count: a mistake, as on the trace side
+        parser = getattr(args, "command_parser", None)
+        if parser is not None:
+            parser.error("--preempted counts preemptions as waits: give it with --off-cpu")
     on_sigterm()            # SIGTERM unwinds like Ctrl-C: no half-written output stays
     real = sys.stdout
     if real is not None and real is sys.__stdout__:

@@ -88,9 +88,9 @@ def stitch_input(path, opts):
                                   no_symbols=True, kallsyms=None, symfs=opts["symfs"], buildid_dir=None)
 
         def make(_perf, ctx):
-            out.append(AddressStacks(ctx, opts["symbols"], ks, "ns" if opts.get("off_cpu") else opts["weight"]))
-            # --off-cpu: the stacks of waits, each weighted by its ns (output/offcpu.py)
-            return OffCpuFeed(out[-1], perf, opts.get("preempted")) if opts.get("off_cpu") else out[-1]
+            waits = opts.get("off_cpu")     # the stacks of waits, each weighted by its ns (output/offcpu.py)
+            out.append(AddressStacks(ctx, opts["symbols"], ks, "ns" if waits else opts["weight"]))
+            return OffCpuFeed(out[-1], perf, opts.get("preempted")) if waits else out[-1]
         rep, _o = pipeline.run(args, make, symbols=True, perf=perf)
     except (DeferstitchError, OSError, ValueError) as err:
         row["error"] = str(err).splitlines()[0] if str(err) else type(err).__name__
@@ -261,7 +261,8 @@ def register(sub, symbol_options):
     sp.add_argument("--weight", choices=("samples", "period"), default="samples",
                     help="count samples or sum their periods")
     sp.add_argument("--off-cpu", action="store_true",
-                    help="where tasks wait: sched_switch stacks weighted by ns off the CPU (as folded --off-cpu)")
+                    help="where tasks wait: sched_switch stacks weighted by ns off the CPU "
+                         "(as folded --off-cpu)")
     sp.add_argument("--preempted", action="store_true", help="with --off-cpu: count preemptions too")
     sp.add_argument("--strict", action="store_true", help="exit 2 if any input is bad")
     sp.add_argument("--max-pending", type=int, default=DEFAULT_MAX_PENDING, metavar="N",
@@ -269,5 +270,5 @@ def register(sub, symbol_options):
     sp.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     sp.add_argument("-v", "--verbose", action="store_true", help="a line on stderr as each input is done")
     symbol_options(sp)
-    sp.set_defaults(func=run)
+    sp.set_defaults(func=run, command_parser=sp)
     return sp

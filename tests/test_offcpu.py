@@ -339,3 +339,12 @@ def test_a_pipe_gives_what_the_file_gives(cap):
         got = run_cli("folded", "--off-cpu", "--no-symbols", "-", stdin=f)
     assert got.returncode == 0, got.stderr.decode()
     assert got.stdout == ds("folded", "--off-cpu", "--no-symbols", paths["per_task"]).stdout
+
+
+@pytest.mark.parametrize("cmd", ["folded", "report", "flamegraph", "export", "fleet"])
+def test_preempted_without_off_cpu_is_a_usage_error(cmd):
+    fmt = ["--format", "pprof"] if cmd == "export" else []
+    p = run_cli(cmd, "--preempted", *fmt, DATA.parent.parent / "examples" / "compressed.data")
+    assert p.returncode == 2
+    err = p.stderr.decode()
+    assert err.startswith("usage: deferstitch %s" % cmd) and "--off-cpu" in err.splitlines()[-2]
