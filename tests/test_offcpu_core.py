@@ -70,3 +70,17 @@ def test_stack_times_end_waits_in_time_order_across_tasks():
     _core, got = run([("switch_out", switch(5, 100, 500), "S"), ("switch_out", switch(6, 110, 300), "S"),
                       ("switch_in", 5, 450, O.SWITCH_IN), ("advance", 1000)])
     assert got == [(6, 110, 300, O.USER_STACK), (5, 100, 450, O.SWITCH_IN)]
+
+
+def test_a_sched_switch_format_with_an_integer_of_no_known_size_is_not_read():
+    """A damaged format (prev_state of 16 bytes) is refused where it is read, as a format
+    without the fields: never a KeyError later, on each sample."""
+    from deferstitch.perfdata.sched import SchedSwitch
+    from deferstitch.tracecmd.formats import FieldDesc
+
+    def field(name, off, size):
+        return FieldDesc(name, "int", off, size, 0, size, 0)
+    good = [field("prev_comm", 8, 16), field("prev_pid", 24, 4), field("prev_state", 32, 8),
+            field("next_pid", 56, 4)]
+    assert SchedSwitch.of_format(good, b"", "<") is not None
+    assert SchedSwitch.of_format(good[:2] + [field("prev_state", 32, 16)] + good[3:], b"", "<") is None

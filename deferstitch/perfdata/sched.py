@@ -18,6 +18,7 @@ STATE_LETTERS = ((0x01, "S"), (0x02, "D"), (0x04, "T"), (0x08, "t"), (0x10, "X")
                  (0x40, "P"), (0x80, "I"))
 _FLAG = re.compile(rb'\{\s*(0x[0-9a-fA-F]+|\d+)\s*,\s*"([^"]*)"\s*\}')
 _SWITCH_OUT = 1 << 13              # PERF_RECORD_MISC_SWITCH_OUT
+_INTS = {1: "b", 2: "h", 4: "i", 8: "q"}     # an integer field's size -> its struct code
 
 
 class SchedSwitch:
@@ -30,6 +31,9 @@ class SchedSwitch:
         by = {f.name: f for f in desc.fields}
         self.endian = endian
         self.at = {n: (by[n].offset, by[n].size) for n in ("prev_comm", "prev_pid", "prev_state", "next_pid")}
+        for n in ("prev_pid", "prev_state", "next_pid"):
+            if self.at[n][1] not in _INTS:      # a format we cannot read: of_format() says None
+                raise KeyError(n)
         self.letters = letters
         self.mask = (max(bit for bit, _ in letters) << 1) - 1
 
@@ -74,7 +78,7 @@ class SchedSwitch:
 
     def _int(self, raw, name, signed=True):
         off, size = self.at[name]
-        code = {1: "b", 2: "h", 4: "i", 8: "q"}[size]
+        code = _INTS[size]
         return struct.unpack_from(self.endian + (code if signed else code.upper()), raw, off)[0]
 
     def fields(self, raw):
