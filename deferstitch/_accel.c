@@ -192,6 +192,15 @@ typedef struct {
 typedef struct { Rec *rec; Samp *s; } FItem;
 typedef struct { uint64_t time, cookie; int64_t tid; int has_time, has_tid, reason; } Noted;
 
+/* selection.Selection in C: each list absent (has_*: 0) or what perf's option named */
+typedef struct {
+    int on, has_pids, has_tids, has_cpus;
+    int64_t *pids, *tids, *cpus;
+    size_t npids, ntids, ncpus, nranges;
+    uint64_t *ranges;           /* (start, end) pairs, 0 an open end: perf_time__ranges_skip_sample */
+    PyObject *comms;            /* a set of names, or NULL */
+} Select;
+
 struct Engine {
     PyObject_HEAD
     int mode;
@@ -216,8 +225,11 @@ struct Engine {
     PyObject *big_counts;       /* record types past 16 bits (foreign records): type -> count */
     PyObject *comms;            /* tid -> comm (dict) */
     Map comm_of;                /* the same, for the samples' lookups: tid -> comm (a reference) */
+    Map exited;                 /* tids whose EXIT came, for --comm: perf forgets the thread */
     FItem *fifo; size_t fhead, flen, fcap;
     uint64_t deferred_without_tid;
+    /* the selection (selection.py): which samples are counted and output, if given */
+    Select sel;
     /* stitcher */
     ScStitcher sc;
     Map tasks;                  /* tid -> ScTask (only while something waits or it has a stack) */
@@ -607,6 +619,7 @@ static PyObject *own_ip(Engine *e, Samp *s) {
 static int sc_emit(Engine *e, ScSamp *ss) {
     Samp *s = (Samp *)ss;
     int k = ss->outcome;
+    if (ss->unchosen) return 0;         /* stitched, but neither counted nor output */
     if (k != K_STITCHED && k != K_PASSED && e->nfirst < KEEP_FIRST) {
         Noted *u = &e->first_unmatched[e->nfirst++];
         u->time = ss->time; u->has_time = ss->has_time; u->tid = ss->tid; u->has_tid = s->has_tid;
@@ -695,6 +708,7 @@ static int out_record(Engine *e, Rec *r) {
 
 static int out_sample(Engine *e, Samp *s) {
     int rc = 0;
+    if (s->sc.unchosen) { samp_free(e, s); return 0; }
     if (e->mode == MODE_ORDERED) {          /* the sample's turn in time order: its number */
         PyObject *n = PyLong_FromUnsignedLongLong(s->seq);
         rc = (!n || PyList_Append(e->events, n) < 0) ? -1 : 0;
@@ -855,6 +869,45 @@ static int python_sample(Engine *e, Samp *s) {
     return has[5];
 }
 
+/* ---- the selection (selection.py Selection.admits, time_skips) --------------------------- */
+static int in_list(const int64_t *a, size_t n, int64_t v) {
+    for (size_t i = 0; i < n; i++) if (a[i] == v) return 1;
+    return 0;
+}
+
+static int time_skips(const Select *q, int has_time, uint64_t t) {
+    if (!q->nranges || !has_time || !t) return 0;
+    if (q->nranges == 1) {
+        uint64_t start = q->ranges[0], end = q->ranges[1];
+        return (start && t < start) || (end && t > end);
+    }
+    for (size_t i = 0; i < q->nranges; i++) {
+        uint64_t start = q->ranges[2 * i], end = q->ranges[2 * i + 1];
+        if (t >= start && (t <= end || !end)) return 0;
+    }
+    return 1;
+}
+
+/* 1 when s is chosen, 0 when not, -1 on error (the comm set's lookup) */
+static int chosen(Engine *e, Samp *s) {
+    const Select *q = &e->sel;
+    if (q->has_pids && !in_list(q->pids, q->npids, s->has_pid ? s->pid : -1)) return 0;
+    if (q->has_tids && !in_list(q->tids, q->ntids, s->has_tid ? s->sc.tid : -1)) return 0;
+    if (q->comms) {
+        int in, gone = s->has_tid && map_get(&e->exited, (uint64_t)s->sc.tid) != NULL;
+        if (s->comm && PyUnicode_GET_LENGTH(s->comm) && !gone) in = PySet_Contains(q->comms, s->comm);
+        else {              /* selection.comm_of: "swapper" for tid 0, else ":TID" */
+            PyObject *name = s->has_tid && s->sc.tid == 0 ? PyUnicode_FromString("swapper")
+                : PyUnicode_FromFormat(":%lld", (long long)(s->has_tid ? s->sc.tid : -1));
+            in = name ? PySet_Contains(q->comms, name) : -1;
+            Py_XDECREF(name);
+        }
+        if (in <= 0) return in;
+    }
+    if (q->has_cpus && !(s->has_cpu && in_list(q->cpus, q->ncpus, s->cpu))) return 0;
+    return !time_skips(q, s->sc.has_time, s->sc.time);
+}
+
 static int do_sample(Engine *e, Rec *r) {
     int ent = entry_of_sample(e, r);
     Layout *L = ent >= 0 ? &e->lay[ent] : NULL;
@@ -916,6 +969,11 @@ static int do_sample(Engine *e, Rec *r) {
         Py_XINCREF(c);
         s->comm = c;
     }
+    if (e->sel.on) {
+        int in = chosen(e, s);
+        if (in < 0) { samp_free(e, s); return -1; }
+        s->sc.unchosen = !in;
+    }
     if (fifo_append(e, NULL, s) < 0) { samp_free(e, s); return -1; }
     if (s->sc.has_cookie && (!s->has_tid || !s->sc.has_time)) {     /* perf cannot match these either */
         if (sc_reject(&e->sc, &s->sc, K_NO_TASK) < 0) return -1;
@@ -966,6 +1024,7 @@ static int comm_set(Engine *e, int64_t tid, PyObject *comm) {
     Py_DECREF(k);
     PyObject *old = map_get(&e->comm_of, (uint64_t)tid);
     if (map_put(&e->comm_of, (uint64_t)tid, comm) < 0) { PyErr_NoMemory(); return -1; }
+    if (e->exited.n) map_del(&e->exited, (uint64_t)tid);
     Py_INCREF(comm);
     Py_XDECREF(old);
     return 0;
@@ -1010,6 +1069,9 @@ static int feed_record(Engine *e, Rec *r) {
         if (r->size < 32) DAMAGED(e, r);
         int64_t tid = (int32_t)rd32(r->data + 16);
         uint64_t time = rd64(r->data + 24);
+        if (e->sel.comms && map_put(&e->exited, (uint64_t)tid, (void *)1) < 0) {
+            rec_free(e, r); PyErr_NoMemory(); return -1;
+        }
         if (push(e, r) < 0) return -1;
         if (sc_exit(&e->sc, tid, time) < 0) return -1;
         return drain(e);
@@ -1018,6 +1080,7 @@ static int feed_record(Engine *e, Rec *r) {
         if (r->size < 32) DAMAGED(e, r);
         int64_t tid = (int32_t)rd32(r->data + 16), ptid = (int32_t)rd32(r->data + 20);
         if (sc_reuse(&e->sc, tid) < 0) { rec_free(e, r); return -1; }
+        if (e->exited.n) map_del(&e->exited, (uint64_t)tid);
         PyObject *c = map_get(&e->comm_of, (uint64_t)ptid);
         if (c && comm_set(e, tid, c) < 0) { rec_free(e, r); return -1; }
         break;
@@ -1468,8 +1531,8 @@ static PyObject *Engine_state(Engine *e, PyObject *noarg) {
     PyObject *unm = PyTuple_New(NKEYS);
     for (int k = 0; unm && k < NKEYS; k++) PyTuple_SET_ITEM(unm, k, PyLong_FromUnsignedLongLong(e->sc.unmatched[k]));
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:O,s:O}",
-        "samples", e->sc.samples, "stitched", e->sc.stitched, "stitched_after_stack", e->sc.after_stack,
+        "{s:K,s:K,s:K,s:K,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:O,s:O}",
+        "samples", e->sc.samples, "not_chosen", e->sc.not_chosen, "stitched", e->sc.stitched, "stitched_after_stack", e->sc.after_stack,
         "passed", e->sc.passed, "unmatched", unm, "deferred_records", e->sc.deferred_records,
         "duplicate_deferred", e->sc.duplicates, "orphan_deferred", e->sc.orphans,
         "dropped_frames", e->sc.dropped_frames, "lost_records", e->sc.lost_records,
@@ -1482,6 +1545,65 @@ static PyObject *Engine_state(Engine *e, PyObject *noarg) {
         "deferred_without_tid", e->deferred_without_tid, "rewritten", e->rewritten,
         "truncated", e->truncated, "truncated_frames", e->truncated_frames,
         "comms", e->comms, "big_counts", e->big_counts);
+}
+
+/* a sequence of ints as an int64 array: 0, or -1 with the error set */
+static int int_array(PyObject *seq, int64_t **out, size_t *n) {
+    PyObject *f = PySequence_Fast(seq, "a sequence of ints");
+    if (!f) return -1;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(f);
+    *out = malloc((len ? (size_t)len : 1) * sizeof(int64_t));
+    if (!*out) { Py_DECREF(f); PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        (*out)[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, i));
+        if ((*out)[i] == -1 && PyErr_Occurred()) { Py_DECREF(f); return -1; }
+    }
+    *n = (size_t)len;
+    Py_DECREF(f);
+    return 0;
+}
+
+static void select_free(Select *q) {
+    free(q->pids); free(q->tids); free(q->cpus); free(q->ranges);
+    Py_CLEAR(q->comms);
+    memset(q, 0, sizeof(*q));
+}
+
+/* select(pids, tids, comms, cpus, ranges): selection.Selection's fields, each None or a list
+ * (ranges: [(start, end)]); before the first feed() */
+static PyObject *Engine_select(Engine *e, PyObject *args) {
+    PyObject *pids, *tids, *comms, *cpus, *ranges;
+    if (!PyArg_ParseTuple(args, "OOOOO", &pids, &tids, &comms, &cpus, &ranges)) return NULL;
+    Select *q = &e->sel;
+    select_free(q);
+    if ((pids != Py_None && (q->has_pids = 1, int_array(pids, &q->pids, &q->npids) < 0))
+            || (tids != Py_None && (q->has_tids = 1, int_array(tids, &q->tids, &q->ntids) < 0))
+            || (cpus != Py_None && (q->has_cpus = 1, int_array(cpus, &q->cpus, &q->ncpus) < 0))
+            || (comms != Py_None && !(q->comms = PySet_New(comms)))) {
+        select_free(q);
+        return NULL;
+    }
+    if (ranges != Py_None) {
+        int64_t *flat; size_t n;
+        PyObject *items = PySequence_List(ranges), *all = items ? PyList_New(0) : NULL;
+        for (Py_ssize_t i = 0; all && i < PyList_GET_SIZE(items); i++) {
+            PyObject *r = PySequence_Tuple(PyList_GET_ITEM(items, i));
+            if (!r || PyTuple_GET_SIZE(r) != 2 || PyList_Append(all, PyTuple_GET_ITEM(r, 0)) < 0
+                    || PyList_Append(all, PyTuple_GET_ITEM(r, 1)) < 0) {
+                if (r && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "ranges: (start, end) pairs");
+                Py_XDECREF(r); Py_CLEAR(all);
+                break;
+            }
+            Py_DECREF(r);
+        }
+        Py_XDECREF(items);
+        if (!all || int_array(all, &flat, &n) < 0) { Py_XDECREF(all); select_free(q); return NULL; }
+        Py_DECREF(all);
+        q->ranges = (uint64_t *)flat;
+        q->nranges = n / 2;
+    }
+    q->on = 1;
+    Py_RETURN_NONE;
 }
 
 static int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
@@ -1510,7 +1632,7 @@ static int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
     e->big_counts = PyDict_New();
     e->events = PyList_New(0);
     if (!e->comms || !e->big_counts || !e->events || map_init(&e->tasks, 1024) < 0
-            || map_init(&e->comm_of, 1024) < 0
+            || map_init(&e->comm_of, 1024) < 0 || map_init(&e->exited, 64) < 0
             || map_init(&e->cellmap, 256) < 0)
         return -1;
     return load_plan(e, plan);
@@ -1545,10 +1667,12 @@ static void Engine_dealloc(Engine *e) {
     free(e->zin); free(e->heap); free(e->run); free(e->fifo); sc_free(&e->sc); free(e->out);
     for (size_t i = 0; i < e->nagg; i++) { Py_XDECREF(e->aggs[i].comm); free(e->aggs[i].ips); }
     free(e->aggs); free(e->aslot); free(e->scratch);
+    select_free(&e->sel);
     pools_free(e);
     if (e->comm_of.s)
         for (size_t i = 0; i < e->comm_of.cap; i++) Py_XDECREF((PyObject *)e->comm_of.s[i].val);
     free(e->comm_of.s);
+    free(e->exited.s);
     Engine_clear(e);
     Py_TYPE(e)->tp_free((PyObject *)e);
 }
@@ -1558,6 +1682,8 @@ static PyMethodDef Engine_methods[] = {
      "feed(buffer, start, length, offset): frame, order, stitch the whole ordinary records; bytes taken"},
     {"foreign", (PyCFunction)Engine_foreign, METH_O, "foreign(record): a record the reader framed"},
     {"finish", (PyCFunction)Engine_finish, METH_NOARGS, "end of input: flush, give up what waits"},
+    {"select", (PyCFunction)Engine_select, METH_VARARGS,
+     "select(pids, tids, comms, cpus, ranges): only these samples are counted and output"},
     {"abort", (PyCFunction)Engine_finish, METH_NOARGS,
      "abort(): the reader met damage (its error is the caller's to raise): finish with what came before; "
      "a damaged record the sorter held raises its own error"},
