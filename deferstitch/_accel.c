@@ -188,6 +188,7 @@ typedef struct {
     uint32_t n;
     uint64_t *ips;
     uint64_t count, period, tmin, tmax, after;
+    uint64_t bin;               /* the time slice (bins()), UINT64_MAX untimed; 0 without slices */
 } Agg;
 typedef struct { Rec *rec; Samp *s; } FItem;
 typedef struct { uint64_t time, cookie; int64_t tid; int has_time, has_tid, reason; } Noted;
@@ -248,6 +249,7 @@ struct Engine {
     Agg *aggs; size_t nagg, aggcap;
     size_t *aslot; size_t acap;     /* open addressing over aggs: index + 1, 0 empty */
     uint64_t *scratch; size_t scap;
+    uint64_t bin_t0, bin_width;     /* bins(): aggregates kept apart per time slice (0: none) */
     uint64_t dropped[65536];
     uint64_t rewritten, truncated, truncated_frames;   /* truncated: stitched samples cut to fit */
     int failed, finished, flushed;
@@ -550,8 +552,12 @@ static int count_sample(Engine *e, Samp *s, int k) {
         memcpy(ips + n, s->user->frames, 8 * (size_t)s->user->n);
         n += s->user->n;
     }
-    uint64_t h = mix(mix(mix(mix(14695981039346656037ULL, (uint64_t)s->pid), (uint64_t)s->sc.tid),
-                         (uint64_t)(uintptr_t)s->comm), ((uint64_t)s->entry << 8) | (uint64_t)k);
+    uint64_t bin = 0;             /* the page's timeline: one aggregate per time slice */
+    if (e->bin_width)
+        bin = !s->sc.has_time ? UINT64_MAX
+            : s->sc.time < e->bin_t0 ? 0 : (s->sc.time - e->bin_t0) / e->bin_width;
+    uint64_t h = mix(mix(mix(mix(mix(14695981039346656037ULL, (uint64_t)s->pid), (uint64_t)s->sc.tid),
+                             (uint64_t)(uintptr_t)s->comm), ((uint64_t)s->entry << 8) | (uint64_t)k), bin);
     for (size_t i = 0; i < n; i++) h = mix(h, ips[i]);
     if (2 * (e->nagg + 1) > e->acap) {          /* grow the slots, re-place every aggregate */
         size_t c = e->acap ? 2 * e->acap : 1024;
@@ -569,6 +575,7 @@ static int count_sample(Engine *e, Samp *s, int k) {
     for (; e->aslot[p]; p = (p + 1) & mask) {
         Agg *x = &e->aggs[e->aslot[p] - 1];
         if (x->hash == h && x->n == n && x->comm == s->comm && x->entry == s->entry && x->key == k
+                && x->bin == bin
                 && x->has_pid == s->has_pid && x->has_tid == s->has_tid
                 && (!x->has_pid || x->pid == s->pid) && (!x->has_tid || x->tid == s->sc.tid)
                 && !memcmp(x->ips, ips, 8 * n)) { a = x; break; }
@@ -591,7 +598,7 @@ static int count_sample(Engine *e, Samp *s, int k) {
         memcpy(a->ips, ips, 8 * n);
         a->n = (uint32_t)n; a->hash = h;
         a->pid = s->pid; a->tid = s->sc.tid; a->has_pid = s->has_pid; a->has_tid = s->has_tid;
-        a->entry = s->entry; a->key = k; a->has_period = s->has_period;
+        a->entry = s->entry; a->key = k; a->has_period = s->has_period; a->bin = bin;
         a->comm = s->comm; Py_XINCREF(a->comm);
         e->aslot[p] = ++e->nagg;
     }
@@ -1606,6 +1613,15 @@ static PyObject *Engine_select(Engine *e, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* bins(t0, width): MODE_COUNTED and MODE_CHAINS keep a stack's samples apart per time slice
+ * [t0 + i * width, t0 + (i + 1) * width): each aggregate's first time names its slice */
+static PyObject *Engine_bins(Engine *e, PyObject *args) {
+    unsigned long long t0, width;
+    if (!PyArg_ParseTuple(args, "KK", &t0, &width)) return NULL;
+    e->bin_t0 = t0; e->bin_width = width;
+    Py_RETURN_NONE;
+}
+
 static int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
     static char *names[] = {"plan", "mode", "keep", "note", "decompress", "decode", "record",
                             "format_error", "max_pending", "window", "exit_grace", "max_queued", NULL};
@@ -1682,6 +1698,8 @@ static PyMethodDef Engine_methods[] = {
      "feed(buffer, start, length, offset): frame, order, stitch the whole ordinary records; bytes taken"},
     {"foreign", (PyCFunction)Engine_foreign, METH_O, "foreign(record): a record the reader framed"},
     {"finish", (PyCFunction)Engine_finish, METH_NOARGS, "end of input: flush, give up what waits"},
+    {"bins", (PyCFunction)Engine_bins, METH_VARARGS,
+     "bins(t0, width): counted stacks kept apart per time slice of width ns from t0"},
     {"select", (PyCFunction)Engine_select, METH_VARARGS,
      "select(pids, tids, comms, cpus, ranges): only these samples are counted and output"},
     {"abort", (PyCFunction)Engine_finish, METH_NOARGS,

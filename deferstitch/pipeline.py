@@ -135,6 +135,8 @@ def _run_engine(perf, out, args, ctx, mode, select=None):
     run = engine.EngineRun(perf, mode, args.max_pending,
                            keep=out.writer.keep_table() if mode == engine.MODE_FILE else None,
                            select=select)
+    if out.bins is not None and mode in (engine.MODE_COUNTED, engine.MODE_CHAINS):
+        run.engine.bins(*out.bins)          # the page's timeline: stacks kept apart per slice
     sink = out.writer.engine_sink() if mode == engine.MODE_FILE else None
     if sink is not None:                    # the engine writes the records to the file itself
         run.engine.sink(*sink)
