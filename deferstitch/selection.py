@@ -269,15 +269,21 @@ def check(args):
     from_args(args, lambda: (1, 2))
 
 
+# the options, as argparse takes them: (flags, keywords)
+OPTIONS = [
+    (("--comm",), dict(metavar="COMM[,COMM...]",
+                       help="only samples of threads of these names (as perf script --comm)")),
+    (("--pid",), dict(metavar="PID[,PID...]", help="only samples of these processes")),
+    (("--tid",), dict(metavar="TID[,TID...]", help="only samples of these threads")),
+    (("-C", "--cpu"), dict(metavar="CPUS", help="only samples taken on these CPUs: 0-3,5 (as perf)")),
+    (("--time",), dict(metavar="RANGES",
+                       help="only samples in these times, as perf --time: START,STOP (either end "
+                            "open, seconds), several separated by spaces, or slices of the "
+                            "recording: 10%%/2, 0%%-10%%,30%%-40%%")),
+]
+
+
 def add_options(parser):
     """perf's selection options on a command that reads samples."""
-    parser.add_argument("--comm", metavar="COMM[,COMM...]",
-                        help="only samples of threads of these names (as perf script --comm)")
-    parser.add_argument("--pid", metavar="PID[,PID...]", help="only samples of these processes")
-    parser.add_argument("--tid", metavar="TID[,TID...]", help="only samples of these threads")
-    parser.add_argument("-C", "--cpu", metavar="CPUS",
-                        help="only samples taken on these CPUs: 0-3,5 (as perf)")
-    parser.add_argument("--time", metavar="RANGES",
-                        help="only samples in these times, as perf --time: START,STOP (either "
-                             "end open, seconds), several separated by spaces, or slices of the "
-                             "recording: 10%%/2, 0%%-10%%,30%%-40%%")
+    for flags, kw in OPTIONS:
+        parser.add_argument(*flags, **kw)

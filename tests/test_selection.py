@@ -256,3 +256,25 @@ def test_cpu_on_a_file_without_cpus_is_perfs_words(tmp_path):
     err = p.stderr.decode()
     assert p.returncode == 2 and len(err.splitlines()) == 1
     assert "File does not contain CPU events. Remove -C option to proceed." in err
+
+
+# -- the trace side: the same options on a trace.dat ------------------------------------------------
+def test_trace_side_chooses_waits_and_samples_as_the_perf_side(tmp_path):
+    """test_tracecmd_offcpu's scenario: a wait is chosen by its switch-out; the switches left
+    out still end others' waits (A's first wait ends at B's switch naming it, at 3 ms)."""
+    import test_tracecmd_offcpu as T
+    dat = str(T.scenario(tmp_path / "offcpu.dat"))
+    ms, t0 = T.MS, T.T0
+    assert {k: int(v) for k, v in T.folded(dat, "--comm", "workload").items()} == \
+        {T.A_READ: 3 * ms, T.A_LOST: 2 * ms}
+    assert {k: int(v) for k, v in T.folded(dat, "--comm", "other").items()} == {T.B_PPID: 7 * ms}
+    assert {k: int(v) for k, v in T.folded(dat, "--cpu", "1").items()} == {T.B_PPID: 7 * ms, T.A_LOST: 2 * ms}
+    after = "%d.%09d," % divmod(t0 + 5 * ms, 10**9)
+    assert {k: int(v) for k, v in T.folded(dat, "--time", after).items()} == {T.A_LOST: 2 * ms}
+    doc = json.loads(run_cli("trace", "report", dat, "--json", "--tid", str(T.A)).stdout)
+    whole = json.loads(run_cli("trace", "report", dat, "--json").stdout)
+    assert doc["conserved"] and set(doc["by_thread"]) == {str(T.A)}
+    assert doc["samples"] + doc["selection"]["not_chosen"] == whole["samples"]
+    assert doc["ftrace"]["buffers"]["top"]["samples"] == doc["samples"]
+    p = run_cli("trace", "folded", dat, "--time", "10%/2")
+    assert p.returncode == 2 and b"percent slices" in p.stderr and len(p.stderr.splitlines()) == 1
