@@ -218,7 +218,7 @@ def cmd_flamegraph(args):
         return args.title or "%sFlame Graph: %s%s" % (kind, os.path.basename(args.input), guess)
     return _text_output(args, lambda f, ctx: FlameGraph(
         f, ctx, args.output, title=title(ctx.perf), width=args.width, inverted=args.inverted,
-        weight=_weight(args), times=pipeline.sample_times(ctx.perf)))
+        weight=_weight(args), times=ctx.perf.sample_times()))
 
 
 def cmd_folded(args):

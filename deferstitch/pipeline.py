@@ -8,7 +8,6 @@ Python path, which is the definition; a progress line on a terminal for long run
 parses arguments and picks the output.
 """
 import os
-import struct
 import sys
 import time
 
@@ -113,22 +112,13 @@ MODES = {S.REPORT: engine.MODE_NONE, S.FILE: engine.MODE_FILE, S.SAMPLES: engine
 def selection_of(args, perf):
     """The samples ``args`` chooses (--comm, --pid, --tid, --cpu, --time), or None for all;
     perf's words, one line, for a list or range perf refuses (selection.py)."""
-    select = selection.from_args(args, lambda: sample_times(perf))
+    select = selection.from_args(args, perf.sample_times)
     if select is not None and select.cpus is not None:
         for ent in perf.evlist.entries:     # builtin-script.c: perf_session__cpu_bitmap
             if not ent.attr.sample_type & C.PERF_SAMPLE_CPU and (ent.attr.type, ent.attr.config) != DUMMY:
                 raise selection.SelectionError("%s: File does not contain CPU events. Remove -C "
                                                "option to proceed." % perf.path)
     return select
-
-
-def sample_times(perf):
-    """The recording's first and last sample time, as perf record writes them
-    (HEADER_SAMPLE_TIME), or (None, None)."""
-    raw = perf.features.get(C.FEATURE_IDS["SAMPLE_TIME"])
-    if raw is None or len(raw) < 16:
-        return None, None
-    return struct.unpack_from(perf.endian + "QQ", raw)
 
 
 def _run_engine(perf, out, args, ctx, mode, select=None):

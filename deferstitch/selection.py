@@ -236,6 +236,19 @@ class Selection:
         return {"options": self.text}
 
 
+def perf_options(argv, option):
+    """The selection options perf was given (its own command line, for the perf script plugin:
+    perf applies them to what it hands the script, the plugin to its report): an object with
+    selection's names. ``option(argv, short, long)``: one option's value or None."""
+    class Given:
+        pass
+    given = Given()
+    given.comm = option(argv, "-c", "--comms") or option(argv, None, "--comm")
+    given.pid, given.tid = option(argv, None, "--pid"), option(argv, None, "--tid")
+    given.cpu, given.time = option(argv, "-C", "--cpu"), option(argv, None, "--time")
+    return given
+
+
 def options_text(args):
     """The selection options as given on the command line, in perf's spelling."""
     return " ".join("--%s %s" % (name, getattr(args, name)) for name in NAMES
@@ -271,8 +284,9 @@ def check(args):
 
 # the options, as argparse takes them: (flags, keywords)
 OPTIONS = [
-    (("--comm",), dict(metavar="COMM[,COMM...]",
-                       help="only samples of threads of these names (as perf script --comm)")),
+    (("-c", "--comms", "--comm"), dict(dest="comm", metavar="COMM[,COMM...]",
+                                       help="only samples of threads of these names (as perf "
+                                            "script -c/--comms)")),
     (("--pid",), dict(metavar="PID[,PID...]", help="only samples of these processes")),
     (("--tid",), dict(metavar="TID[,TID...]", help="only samples of these threads")),
     (("-C", "--cpu"), dict(metavar="CPUS", help="only samples taken on these CPUs: 0-3,5 (as perf)")),

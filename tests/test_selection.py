@@ -7,6 +7,7 @@ it delivers a sample only when its stack comes, and by then a thread that exited
 a new one to it (":TID"), so --comm there leaves out the last samples of exiting threads.
 """
 import json
+import lzma
 import os
 import re
 import shutil
@@ -278,3 +279,19 @@ def test_trace_side_chooses_waits_and_samples_as_the_perf_side(tmp_path):
     assert doc["ftrace"]["buffers"]["top"]["samples"] == doc["samples"]
     p = run_cli("trace", "folded", dat, "--time", "10%/2")
     assert p.returncode == 2 and b"percent slices" in p.stderr and len(p.stderr.splitlines()) == 1
+
+
+# -- inside perf script -s: perf chooses the samples it hands over, the report counts those ----------
+@pytest.mark.parametrize("opts", [("--comms", "workload_b"), ("-C", "1"), ("--time", "10%/2"),
+                                  ("--tid", "277,278")], ids=" ".join)
+def test_the_plugin_reports_the_samples_perf_chose(tmp_path, opts):
+    import test_perf_plugin as P
+    from conftest import CAPTURES
+    ks = tmp_path / "ks"
+    ks.write_bytes(lzma.open(CAPTURES / "kallsyms.xz").read())
+    path, _ = capture("syswide")
+    shutil.copy(path, tmp_path / "in.data")
+    text, rep, _p = P.perf7_plugin(tmp_path, "in.data", ks, "--no-merge-callchains", *opts)
+    cli = json.loads(run_cli("report", "--json", path, *opts).stdout)
+    assert P.core_report(rep) == cli and cli["selection"]["not_chosen"] > 0
+    assert sum(1 for _ in P.parse_script(text)) == cli["samples"]

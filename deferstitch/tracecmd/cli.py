@@ -322,7 +322,7 @@ def check_options(args, cmd, parser):
             parser.print_help()
         parser.exit(0)
     for flags, kw, cmds in OPTIONS:
-        dest = flags[-1].lstrip("-").replace("-", "_")
+        dest = kw.get("dest") or flags[-1].lstrip("-").replace("-", "_")
         if cmd not in cmds and getattr(args, dest) != kw.get("default", False if
                                                              kw.get("action") == "store_true" else None):
             command_parser(cmd, type(parser)).error("%s is not an option of trace %s" % (flags[-1], cmd))
