@@ -295,3 +295,20 @@ def test_the_plugin_reports_the_samples_perf_chose(tmp_path, opts):
     cli = json.loads(run_cli("report", "--json", path, *opts).stdout)
     assert P.core_report(rep) == cli and cli["selection"]["not_chosen"] > 0
     assert sum(1 for _ in P.parse_script(text)) == cli["samples"]
+
+
+def test_fleet_chooses_in_each_input_as_the_single_file(tmp_path):
+    pytest.importorskip("distributed", reason="pip install 'deferstitch[fleet]'")
+    a, _ = capture("syswide")
+    b, _ = capture("b_per_task")
+    out, rep = tmp_path / "f.folded", tmp_path / "r.json"
+    p = run_cli("fleet", a, b, "--no-symbols", "--workers", 1, "--comm", "workload_b", "--time", "0%-50%",
+                "-o", out, "--report", rep)
+    assert p.returncode == 0, p.stderr.decode()
+    singles = [json.loads(run_cli("report", "--json", f, "--comm", "workload_b", "--time", "0%-50%").stdout)
+               for f in (a, b)]
+    assert json.loads(rep.read_text())["totals"]["samples"] == sum(d["samples"] for d in singles) > 0
+    assert sum(int(l.rsplit(" ", 1)[1]) for l in out.read_text().splitlines()) == \
+        sum(d["samples"] for d in singles)
+    p = run_cli("fleet", a, "--time", "x")
+    assert p.returncode == 2 and b"Invalid time string" in p.stderr

@@ -11,7 +11,7 @@
   var svg = document.getElementById("flamegraph");
   if (!box || !strip || !svg) { return; }
   var D = JSON.parse(box.textContent);
-  var NS = "http://www.w3.org/2000/svg";
+  var NS = svg.namespaceURI;     /* SVG's, from the page: the file names no address */
   var W = +svg.getAttribute("width"), H = +svg.getAttribute("height");
   var inverted = svg.getAttribute("data-inverted") === "1";
   var TOP = 60, BOTTOM = 34, FH = 16, MIN_PX = 0.1, SH = +strip.getAttribute("height");
