@@ -104,12 +104,13 @@ def ours(path, *opts, accel="require"):
     return p.stdout.decode()
 
 
-def perfs(tmp_path, path, fields, *opts):
+def perfs(tmp_path, path, fields, *opts, merged=False):
     perf = need_sid_perf()
     local = tmp_path / path.name
     if not local.exists():
         shutil.copy(path, local)
-    p = subprocess.run([perf, "script", "--no-merge-callchains", "-F", fields, "-i", "./" + local.name, *opts],
+    mode = [] if merged else ["--no-merge-callchains"]
+    p = subprocess.run([perf, "script", *mode, "-F", fields, "-i", "./" + local.name, *opts],
                        cwd=tmp_path, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     return p.stdout
@@ -130,6 +131,25 @@ def test_the_samples_chosen_are_perfs(tmp_path, opts):
     for accel in TWINS:
         need_engine(accel)
         assert keys(ours(path, *opts, accel=accel)) == theirs, accel
+
+
+@pytest.mark.parametrize("opts", SYSWIDE[::3], ids=" ".join)
+def test_the_stacks_chosen_are_perfs_frame_for_frame(tmp_path, opts):
+    """perf 7.2 merged: each sample's frames are ours, or (taken after its stack was written)
+    its kernel frames and the cookie, which we stitch."""
+    path, _ = capture("syswide")
+    theirs = stacks(perfs(tmp_path, path, "tid,cpu,time,ip", *opts, merged=True))
+    mine = stacks(ours(path, *opts))
+    same = after = 0
+    for key, ips in theirs.items():
+        if key not in mine:
+            continue            # merged, perf's --comm left out a thread's last samples
+        if mine[key] == ips:
+            same += 1
+        else:
+            assert mine[key][:len(ips) - 1] == ips[:-1] and len(mine[key]) > len(ips) - 1, key
+            after += 1
+    assert same > 0 and same + after >= 0.99 * len(theirs)
 
 
 @pytest.mark.parametrize("opts", [("--time", "25%-50%"), ("--tid", "138"), ("--comm", "workload_a"), ("--pid", "1")],
