@@ -1613,6 +1613,141 @@ static PyObject *Engine_select(Engine *e, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---- kallsyms (symbols/kallsyms.py columns(), the definition) --------------------------- */
+typedef struct { uint64_t start; uint32_t idx; } KsKey;
+typedef struct {
+    PyObject *module;                       /* None: the kernel's */
+    KsKey *key; unsigned char *bind; uint32_t *off, *len;
+    size_t n, cap;
+} KsGroup;
+
+static int ks_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+static int ks_hex(unsigned char c) { return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f'); }
+static int ks_cmp(const void *a, const void *b) {
+    const KsKey *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start ? 1 : x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int ks_push(KsGroup *g, uint64_t start, unsigned char bind, uint32_t off, uint32_t len) {
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 1024;
+        KsKey *k = realloc(g->key, cap * sizeof(KsKey));
+        if (k) g->key = k;
+        unsigned char *b = realloc(g->bind, cap);
+        if (b) g->bind = b;
+        uint32_t *o = realloc(g->off, cap * 4);
+        if (o) g->off = o;
+        uint32_t *l = realloc(g->len, cap * 4);
+        if (l) g->len = l;
+        if (!k || !b || !o || !l) { PyErr_NoMemory(); return -1; }
+        g->cap = cap;
+    }
+    g->key[g->n].start = start; g->key[g->n].idx = (uint32_t)g->n;
+    g->bind[g->n] = bind; g->off[g->n] = off; g->len[g->n] = len;
+    g->n++;
+    return 0;
+}
+
+/* kallsyms_columns(data): (the address of _text or None, [(module or None, starts as native u64,
+ * binds, name offsets and lengths in data as native u32)]), each group sorted by start, equal
+ * starts in the file's order: kallsyms.py columns() line for line, the names left in the text */
+static PyObject *kallsyms_columns(PyObject *self, PyObject *arg) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *d = b.buf;
+    size_t n = (size_t)b.len, pos = 0, ng = 0, gcap = 0;
+    KsGroup *gs = NULL;
+    PyObject *out = NULL, *text = NULL;
+    int have_text = 0;
+    uint64_t text_addr = 0;
+    if (n > UINT32_MAX) { PyErr_SetString(PyExc_ValueError, "kallsyms: over 4 GiB"); goto done; }
+    while (pos < n) {
+        const unsigned char *nl = memchr(d + pos, '\n', n - pos);
+        size_t end = nl ? (size_t)(nl - d) : n, tok[4][2], nt = 0, i = pos;
+        while (i < end && nt < 4) {                 /* bytes.split(): ASCII white space */
+            while (i < end && ks_space(d[i])) i++;
+            if (i >= end) break;
+            size_t t = i;
+            while (i < end && !ks_space(d[i])) i++;
+            tok[nt][0] = t; tok[nt][1] = i - t; nt++;
+        }
+        pos = end + 1;
+        if (nt < 3 || tok[0][1] < 1 || tok[0][1] > 16) continue;
+        uint64_t addr = 0;
+        size_t k;
+        for (k = 0; k < tok[0][1] && ks_hex(d[tok[0][0] + k]); k++) {
+            unsigned char c = d[tok[0][0] + k];
+            addr = (addr << 4) | (uint64_t)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+        }
+        if (k < tok[0][1]) continue;
+        if (!have_text && tok[2][1] == 5 && !memcmp(d + tok[2][0], "_text", 5)) { have_text = 1; text_addr = addr; }
+        if (tok[1][1] != 1 || !memchr("TWDBtwdb", d[tok[1][0]], 8)) continue;
+        unsigned char t = d[tok[1][0]];
+        unsigned char bind = (t == 'W' || t == 'w') ? 2 : (t >= 'A' && t <= 'Z') ? 1 : 0;  /* WEAK, GLOBAL, LOCAL */
+        PyObject *module = NULL;
+        if (nt > 3 && d[tok[3][0]] == '[') {        /* bytes.strip(b"[]") */
+            size_t a = tok[3][0], z = tok[3][0] + tok[3][1];
+            while (a < z && (d[a] == '[' || d[a] == ']')) a++;
+            while (z > a && (d[z - 1] == '[' || d[z - 1] == ']')) z--;
+            module = PyUnicode_DecodeUTF8((const char *)d + a, (Py_ssize_t)(z - a), "replace");
+            if (!module) goto done;
+        }
+        KsGroup *g = NULL;
+        for (size_t j = 0; j < ng && !g; j++) {
+            if (!module ? gs[j].module == Py_None
+                    : gs[j].module != Py_None && PyUnicode_Compare(gs[j].module, module) == 0) g = &gs[j];
+        }
+        if (!g) {
+            if (ng == gcap) {
+                size_t cap = gcap ? 2 * gcap : 16;
+                KsGroup *x = realloc(gs, cap * sizeof(KsGroup));
+                if (!x) { Py_XDECREF(module); PyErr_NoMemory(); goto done; }
+                gs = x; gcap = cap;
+            }
+            g = &gs[ng++];
+            memset(g, 0, sizeof(*g));
+            g->module = module ? module : Py_None;
+            Py_INCREF(g->module);
+        }
+        Py_XDECREF(module);
+        if (ks_push(g, addr, bind, (uint32_t)tok[2][0], (uint32_t)tok[2][1]) < 0) goto done;
+    }
+    if (have_text && !(text = PyLong_FromUnsignedLongLong(text_addr))) goto done;
+    PyObject *list = PyList_New(0);
+    if (!list) goto done;
+    for (size_t j = 0; j < ng; j++) {
+        KsGroup *g = &gs[j];
+        qsort(g->key, g->n, sizeof(KsKey), ks_cmp);
+        PyObject *st = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(8 * g->n));
+        PyObject *bi = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)g->n);
+        PyObject *of = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(4 * g->n));
+        PyObject *ln = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(4 * g->n));
+        if (st && bi && of && ln) {
+            uint64_t *S = (uint64_t *)PyBytes_AS_STRING(st);
+            unsigned char *B = (unsigned char *)PyBytes_AS_STRING(bi);
+            uint32_t *O = (uint32_t *)PyBytes_AS_STRING(of), *L = (uint32_t *)PyBytes_AS_STRING(ln);
+            for (size_t i = 0; i < g->n; i++) {
+                uint32_t x = g->key[i].idx;
+                S[i] = g->key[i].start; B[i] = g->bind[x]; O[i] = g->off[x]; L[i] = g->len[x];
+            }
+        }
+        PyObject *t = st && bi && of && ln ? PyTuple_Pack(5, g->module, st, bi, of, ln) : NULL;
+        Py_XDECREF(st); Py_XDECREF(bi); Py_XDECREF(of); Py_XDECREF(ln);
+        if (!t || PyList_Append(list, t) < 0) { Py_XDECREF(t); Py_DECREF(list); goto done; }
+        Py_DECREF(t);
+    }
+    out = Py_BuildValue("(ON)", text ? text : Py_None, list);
+done:
+    Py_XDECREF(text);
+    for (size_t j = 0; j < ng; j++) {
+        Py_DECREF(gs[j].module);
+        free(gs[j].key); free(gs[j].bind); free(gs[j].off); free(gs[j].len);
+    }
+    free(gs);
+    PyBuffer_Release(&b);
+    return out;
+}
+
 /* bins(t0, width): MODE_COUNTED and MODE_CHAINS keep a stack's samples apart per time slice
  * [t0 + i * width, t0 + (i + 1) * width): each aggregate's first time names its slice */
 static PyObject *Engine_bins(Engine *e, PyObject *args) {
@@ -1729,9 +1864,15 @@ static PyTypeObject EngineType = {
     .tp_methods = Engine_methods,
 };
 
+static PyMethodDef accel_functions[] = {
+    {"kallsyms_columns", kallsyms_columns, METH_O,
+     "kallsyms_columns(data): the symbols of a kallsyms text, as symbols/kallsyms.py columns()"},
+    {NULL, NULL, 0, NULL}
+};
+
 static struct PyModuleDef accel_module = {
     PyModuleDef_HEAD_INIT, "deferstitch._accel",
-    "The stitch pipeline's per-record work in C (see _accel.c).", -1, NULL
+    "The stitch pipeline's per-record work in C (see _accel.c).", -1, accel_functions
 };
 
 PyMODINIT_FUNC PyInit__accel(void) {
