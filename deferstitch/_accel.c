@@ -1717,7 +1717,9 @@ static PyObject *kallsyms_columns(PyObject *self, PyObject *arg) {
     if (!list) goto done;
     for (size_t j = 0; j < ng; j++) {
         KsGroup *g = &gs[j];
-        qsort(g->key, g->n, sizeof(KsKey), ks_cmp);
+        size_t down = 1;                            /* /proc/kallsyms is mostly in order */
+        while (down < g->n && g->key[down - 1].start <= g->key[down].start) down++;
+        if (down < g->n) qsort(g->key, g->n, sizeof(KsKey), ks_cmp);
         PyObject *st = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(8 * g->n));
         PyObject *bi = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)g->n);
         PyObject *of = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(4 * g->n));
