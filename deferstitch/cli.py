@@ -9,6 +9,7 @@ Examples:
   deferstitch export perf.data --format speedscope -o out.speedscope.json
   deferstitch export perf.data --format pprof -o out.pb.gz      pprof -http=: out.pb.gz
   deferstitch folded --off-cpu sched.data         where tasks wait: ns per stack (sched_switch)
+  deferstitch diff before.data after.data -o diff.html    a differential flame graph
   perf record -o - --call-graph fp,defer ... | deferstitch folded -
 
 Bad input: one line naming the file and offset, exit status 2.
@@ -167,10 +168,11 @@ def cmd_report(args):
     return 1 if args.fail_on_unmatched and rep.total_unmatched else 0
 
 
-def _text_output(args, make, binary=False):
+def _text_output(args, make, binary=False, write=True):
     """Run an output that names frames (it needs the maps and comms of the stream); the file
     replaces ``-o`` only when whole (output/atomic.py). With --off-cpu or --wall-clock the
-    output is fed waits (output/offcpu.py), with --event one event's samples (output/select.py)."""
+    output is fed waits (output/offcpu.py), with --event one event's samples (output/select.py).
+    ``write=False``: no file, ``make(None, ctx)`` keeps what it counts (diff's sides)."""
     perf = PerfData.open(args.input)        # a bad input says so before any output exists
     waits = getattr(args, "off_cpu", False) or getattr(args, "wall_clock", False)
     choose = plan = None
@@ -186,6 +188,9 @@ def _text_output(args, make, binary=False):
         if waits:
             return OffCpuFeed(out, perf, args.preempted, args.wall_clock, plan)
         return select.EventSelect(out, choose) if choose is not None else out
+    if not write:
+        pipeline.run(args, lambda perf, ctx: wrap(make(None, ctx)), symbols=True, perf=perf)
+        return 0
     with Output(args.output, binary=binary, inputs=[args.input]) as f:
         pipeline.run(args, lambda perf, ctx: wrap(make(f, ctx)), symbols=True, perf=perf)
     return 0
@@ -223,6 +228,22 @@ def cmd_flamegraph(args):
 
 def cmd_folded(args):
     return _text_output(args, lambda f, ctx: Folded(f, ctx, _weight(args)))
+
+
+def cmd_diff(args):
+    from .output import diff
+    from .tracecmd.cli import folded_stacks
+    return diff.run(args, {"perf": _folded_stacks, "trace": folded_stacks}, _weight(args))
+
+
+def _folded_stacks(args, path):
+    """The stacks of one perf.data as ``folded`` counts them, every option of ``args`` applied
+    (diff's sides)."""
+    side = argparse.Namespace(**vars(args))
+    side.input = path
+    made = []
+    _text_output(side, lambda f, ctx: made.append(Folded(f, ctx, _weight(side))) or made[-1], write=False)
+    return made[-1].stacks
 
 
 def _waits(args):
@@ -281,11 +302,17 @@ def build_parser():
     p.add_argument("--version", action="version", version="deferstitch " + __version__)
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND", required=True)
 
-    def add(name, func, help_, stitches=True):
-        """A subcommand reading a perf.data; ``stitches``: it runs the stitcher (info does not)."""
+    def add(name, func, help_, stitches=True, inputs=None):
+        """A subcommand reading a perf.data; ``stitches``: it runs the stitcher (info does not);
+        ``inputs``: the names of the files it takes (diff's two), else one, ``input``."""
         sp = sub.add_parser(name, help=help_, description=help_)
-        sp.add_argument("input", nargs="?", default="perf.data",
-                        help="the perf.data (default ./perf.data), or - for standard input")
+        if inputs is None:
+            sp.add_argument("input", nargs="?", default="perf.data",
+                            help="the perf.data (default ./perf.data), or - for standard input")
+        for which in inputs or ():
+            sp.add_argument(which, metavar=which.upper(),
+                            help="the %s profile: a perf.data (- for standard input) or a trace.dat"
+                            % ("first (before)" if which == "base" else "second (after)"))
         if stitches:
             sp.add_argument("-q", "--quiet", action="store_true",
                             help="no progress, summary, warning or hint on stderr (errors still)")
@@ -374,6 +401,25 @@ def build_parser():
     sp.add_argument("-o", "--output", help="output file (default: stdout)")
     sp.add_argument("--weight", choices=("samples", "period"), default="samples",
                     help="speedscope weights (pprof carries both)")
+    time_options(sp)
+    sp = add("diff", cmd_diff, "two profiles compared: difffolded's stacks, a differential flame "
+             "graph, or pprof -diff_base's profile", inputs=("base", "new"))
+    symbol_options(sp)
+    sp.add_argument("-o", "--output", help="output file (default or -: stdout); .html or .svg: a "
+                    "differential flame graph")
+    sp.add_argument("--format", choices=("folded", "flamegraph", "pprof"),
+                    help="difffolded.pl's `stack base new` lines (default), the flame graph (default "
+                         "for -o .html/.svg), or a pprof profile with BASE negated and labelled "
+                         "pprof::base, as pprof -diff_base BASE NEW")
+    sp.add_argument("-n", "--normalize", action="store_true",
+                    help="scale BASE's counts to NEW's total, as difffolded.pl -n")
+    sp.add_argument("-s", "--strip-hex", action="store_true",
+                    help="hex numbers as 0x..., as difffolded.pl -s (addresses that differ between runs)")
+    sp.add_argument("--weight", choices=("samples", "period"), default="samples",
+                    help="count each stack by samples (default) or by their period")
+    sp.add_argument("--title", help="the graph's title (default: Differential Flame Graph: BASE -> NEW)")
+    sp.add_argument("--width", type=int, default=1200, help="width in pixels (default %(default)d)")
+    sp.add_argument("--inverted", action="store_true", help="an icicle graph: roots at the top")
     time_options(sp)
     register_trace(sub)      # deferstitch trace ...: the trace.dat side
     register_fleet(sub, symbol_options)     # deferstitch fleet ...: many files on Dask

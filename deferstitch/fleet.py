@@ -240,8 +240,7 @@ def _write(args, lines, f):
         speedscope.from_folded(f, lines, "fleet of %d inputs" % len(args.inputs),
                                "nanoseconds" if args.weight == "period" or args.off_cpu else "none")
     else:
-        unit = (("off-cpu", "nanoseconds") if args.off_cpu else ("cpu", "nanoseconds")
-                if args.weight == "period" else ("samples", "count"))
+        unit = pprof.folded_unit("ns" if args.off_cpu else args.weight, "off-cpu")
         pprof.from_folded(lines, unit).write(f)
 
 

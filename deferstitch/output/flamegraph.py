@@ -95,9 +95,19 @@ def _frames(tree, width, inverted):
     return out, depth + 1
 
 
+def paint(node, total, unit):
+    """A frame's fill, its label (what hovering shows) and attributes of its own: the colour
+    by its kind, the label its weight and share of ``total``."""
+    label = "%s (%s, %.2f%%%s)" % (node.name, amount(node.value, unit), 100.0 * node.value / total,
+                                   ", %d stitched after their stack" % node.after if node.after else "")
+    return _colour(node.name, node.kind), label, ""
+
+
 def svg(tree, title="Flame Graph", width=1200, inverted=False, unit="samples", standalone=True,
-        waits=False):
-    """The flame graph as SVG text (``standalone``: with its XML prolog, script and controls)."""
+        waits=False, painter=paint, legend=None):
+    """The flame graph as SVG text (``standalone``: with its XML prolog, script and controls);
+    ``painter(node, total, unit)``: each frame's fill, label and attributes (paint(); a
+    differential graph's: output/diff.py); ``legend`` is the page's only."""
     frames, depth = _frames(tree, width, inverted)
     top, bottom = 60, 34
     height = top + depth * FRAME_HEIGHT + bottom
@@ -124,16 +134,14 @@ def svg(tree, title="Flame Graph", width=1200, inverted=False, unit="samples", s
     out.append('<g id="frames" font-family="Verdana, sans-serif" font-size="12">\n')
     for x, w, d, node in frames:
         y = (top + d * FRAME_HEIGHT) if inverted else (height - bottom - (d + 1) * FRAME_HEIGHT)
-        share = 100.0 * node.value / total
-        label = "%s (%s, %.2f%%%s)" % (node.name, amount(node.value, unit), share,
-                                          ", %d stitched after their stack" % node.after if node.after else "")
-        out.append('<g class="frame %s" data-name="%s" data-kind="%s" data-value="%d" data-after="%d" '
+        fill, label, attrs = painter(node, total, unit)
+        out.append('<g class="frame %s" data-name="%s" data-kind="%s" data-value="%d" data-after="%d"%s '
                    'data-x="%.3f" data-w="%.3f" data-d="%d" aria-label="%s"><title>%s</title>'
                    '<rect x="%.1f" y="%d" width="%.1f" height="%d" rx="2" fill="%s"/>'
                    '<text x="%.1f" y="%d"></text></g>\n'
-                   % (node.kind, esc(node.name), node.kind, node.value, node.after, x, w, d,
+                   % (node.kind, esc(node.name), node.kind, node.value, node.after, attrs, x, w, d,
                       esc(label), esc(label), x, y, max(w - 0.5, 0.1), FRAME_HEIGHT - 1,
-                      _colour(node.name, node.kind), x + 3, y + FRAME_HEIGHT - 4))
+                      fill, x + 3, y + FRAME_HEIGHT - 4))
     out.append('</g>\n')
     if standalone:
         with open(SCRIPT) as f:
@@ -194,9 +202,10 @@ class Timeline:
 
 
 def page(tree, title="Flame Graph", width=1200, inverted=False, unit="samples", waits=False,
-         timeline=None):
+         timeline=None, painter=paint, legend=None):
     """The flame graph in an HTML page: the SVG inline, a search box, buttons and a tooltip;
-    with a ``timeline``, the samples over time above it, where a range redraws the graph."""
+    with a ``timeline``, the samples over time above it, where a range redraws the graph;
+    ``legend``: [(colour, text)] in place of the kinds' (painter: as svg())."""
     esc = html.escape
     with open(SCRIPT) as f:
         script = f.read()
@@ -211,8 +220,10 @@ def page(tree, title="Flame Graph", width=1200, inverted=False, unit="samples", 
                  '<label><input id="fg-per-thread" type="checkbox"> per thread</label></div></div>\n'
                  '<script type="application/json" id="fg-data">%s</script>\n'
                  % (width, 64, json.dumps(timeline.data(unit), separators=(",", ":")).replace("</", "<\\/")))
+    if legend is None:
+        legend = [(_colour("legend", kind), text) for kind, text in LEGEND + (WAIT_LEGEND if waits else ())]
     legend = "".join('<span class="key"><span class="swatch" style="background:%s"></span>%s</span>'
-                     % (_colour("legend", kind), text) for kind, text in LEGEND + (WAIT_LEGEND if waits else ()))
+                     % (colour, esc(text)) for colour, text in legend)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>%s</title>\n"
             "<style>body{font-family:Verdana,sans-serif;font-size:13px;margin:12px;background:#fff}"
             "#controls{margin-bottom:6px}#controls>*{margin-right:8px}"
@@ -225,7 +236,8 @@ def page(tree, title="Flame Graph", width=1200, inverted=False, unit="samples", 
             "aria-label=\"search frames\"><button id=\"fg-reset-button\" type=\"button\">Reset zoom</button>"
             "<button id=\"fg-clear\" type=\"button\">Clear search</button>%s</div>\n"
             "%s%s<div id=\"fg-tip\" role=\"tooltip\"></div>\n<script>\n%s\n</script>\n</body></html>\n"
-            % (esc(title), legend, strip, svg(tree, title, width, inverted, unit, standalone=False), script))
+            % (esc(title), legend, strip, svg(tree, title, width, inverted, unit, standalone=False,
+                                              painter=painter), script))
 
 
 def amount(value, unit):

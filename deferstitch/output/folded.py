@@ -19,7 +19,8 @@ def _line(_pid, frames, addressed=False):
 class Folded(CountedSink):
     """Counts folded lines. A sample's line is named when its outcome is known (see
     PerfFeed._resolved), through a StackCache; with a ``namer`` (the trace side's), each
-    sample given to named() through a KeyedStacks."""
+    sample given to named() through a KeyedStacks. With no file ``f``, ``stacks`` is the
+    result (output/diff.py counts each side so)."""
 
     takes = COUNTED
 
@@ -42,7 +43,8 @@ class Folded(CountedSink):
         self.stacks[comm_name(s.comm or "<...>") + view + self._lines.get(s)] += weight
 
     def close(self):
-        write(self.f, self.stacks)
+        if self.f is not None:      # None: the stacks are kept for the caller (diff's sides)
+            write(self.f, self.stacks)
 
 
 def write(f, stacks):

@@ -89,17 +89,29 @@ class Pprof(CountedSink):
         self.profile.write(self.f)
 
 
-def from_folded(lines, unit=("samples", "count")):
+def from_folded(lines, unit=("samples", "count"), profile=None, base=False):
     """The fleet's Profile from named stacks (``{"comm;outer;...;inner": weight}``, sorted): a
     location and a function per distinct frame name (addresses differ from host to host), leaf
-    first, a ``thread`` label with the comm."""
-    p = Profile((unit,))
+    first, a ``thread`` label with the comm. ``profile``: fill that one (diff: NEW, then BASE);
+    ``base``: the stacks are a diff's base, as ``pprof -diff_base`` takes it
+    (internal/driver/fetch.go): labelled ``pprof::base=true`` and their values negated."""
+    p = profile if profile is not None else Profile((unit,))
     known = p.locations
+    tag, sign = ((("pprof::base", "true"),), -1) if base else ((), 1)
     for line in sorted(lines):
         comm, *stack = line.split(";")
         ids = []
         for fr in reversed(stack):
             lid = known.get(fr)
             ids.append(lid if lid is not None else p.location(fr, 0, 0, p.function(fr)))
-        p.add(p.stack(W.packed(ids)), p.labels(comm, (("thread", comm),)), None, (lines[line],))
+        p.add(p.stack(W.packed(ids)), p.labels((comm, base), (("thread", comm),) + tag), None,
+              (sign * lines[line],))
     return p
+
+
+def folded_unit(weight, time=None):
+    """The sample type of stacks counted by ``weight`` (folded's: samples, period or ns), ``time``
+    the kind of ns (off-cpu, wall), as the single file's Pprof names them."""
+    if weight == "ns":
+        return Pprof.TYPES[time][1]
+    return ("cpu", "nanoseconds") if weight == "period" else ("samples", "count")

@@ -23,12 +23,14 @@ from . import pprof_wire as W
 _TID_BITS = 33              # a sample's key: stack, label set, tid + its 33 low bits (-1: no tid)
 _TID_MASK = (1 << _TID_BITS) - 1
 _U64_MAX = (1 << 64) - 1
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class Profile:
-    """The model; ``tids``: each sample carries a numeric ``tid`` label (its own thread)."""
+    """The model; ``tids``: each sample carries a numeric ``tid`` label (its own thread);
+    ``signed``: values may be negative (int64, as pprof's own: a diff's base, negated)."""
 
-    def __init__(self, sample_types, period_type=None, tids=False):
+    def __init__(self, sample_types, period_type=None, tids=False, signed=False):
         self.strings = {}
         self._strings = []                  # string_table entries, encoded, in id order
         self.s("")
@@ -44,7 +46,8 @@ class Profile:
         self._label_bytes = []     # label set number -> its encoded labels
         self.tids, self._tid_key = tids, None
         self._samples = {}         # (stack << 32 | label set) << 33 | tid -> sample number
-        self._values = [array("Q") for _ in sample_types]    # per value, per sample number
+        self._values = [array("q" if signed else "Q") for _ in sample_types]    # per value, per sample
+        self._lo, self._hi = (_INT64_MIN, _INT64_MAX) if signed else (0, _U64_MAX)
         self.first = self.last = None
 
     def s(self, text):
@@ -112,17 +115,19 @@ class Profile:
 
     def add(self, stack, labels, tid, values):
         """Values (one per sample type) of a sample of ``stack``, ``labels`` and ``tid``
-        (None: -1), summed into those of its equal; a sum past 2**64 stays at 2**64 - 1."""
+        (None: -1), summed into those of its equal; a sum past 2**64 stays at 2**64 - 1 (signed:
+        within int64)."""
         skey = (stack << 32 | labels) << _TID_BITS | ((tid if tid is not None else -1) & _TID_MASK)
         i = self._samples.get(skey)
+        lo, hi = self._lo, self._hi
         if i is None:
             self._samples[skey] = len(self._values[0])
             for arr, v in zip(self._values, values):
-                arr.append(v if v <= _U64_MAX else _U64_MAX)
+                arr.append(v if lo <= v <= hi else hi if v > hi else lo)
         else:
             for arr, v in zip(self._values, values):
                 v += arr[i]
-                arr[i] = v if v <= _U64_MAX else _U64_MAX
+                arr[i] = v if lo <= v <= hi else hi if v > hi else lo
 
     def times(self, first, last):
         """Samples taken from ``first`` to ``last`` (None: ``first``): the duration spans them."""

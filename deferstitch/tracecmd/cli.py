@@ -124,9 +124,35 @@ def _no_sample_times(path):
                                    "(START,STOP)" % path)
 
 
-def _write(cmd, trace, path, args, f):
+def folded_stacks(args, path):
+    """The stacks of one trace.dat as ``trace folded`` counts them, every option of ``args``
+    applied (the sides of ``deferstitch diff``); damage is an error (no diff of a part)."""
+    _diff_options(args)
+    side = argparse.Namespace(**vars(args))
+    side.select = selection.from_args(side, lambda: _no_sample_times(path))    # as cmd_trace
+    with Trace(path) as trace:
+        if side.off_cpu:
+            from .offcpu import switch_types_or_fail
+            switch_types_or_fail(trace)
+        out = []
+        err = _write("folded", trace, path, side, None, out)
+    if err is not None:
+        raise err
+    return out[0].stacks
+
+
+def _diff_options(args):
+    """diff's options that have no meaning for a trace.dat: a usage error."""
+    for flag, given in (("--wall-clock", args.wall_clock), ("--event", args.event is not None),
+                        ("--kallsyms", args.kallsyms is not None), ("--weight period", args.weight != "samples")):
+        if given:
+            args.command_parser.error("%s is not an option for a trace.dat" % flag)
+
+
+def _write(cmd, trace, path, args, f, made=None):
     """script, folded or flamegraph of ``trace`` into ``f``; the error that stopped the feed at
-    damage, else None. --off-cpu: each wait of a sched_switch weighted by its ns (offcpu.py)."""
+    damage, else None. --off-cpu: each wait of a sched_switch weighted by its ns (offcpu.py).
+    ``made``: a list the output is appended to (diff keeps the folded stacks)."""
     namer = _namer(trace, args)
     weight = "ns" if args.off_cpu else "samples"
     if cmd == "flamegraph":
@@ -137,6 +163,8 @@ def _write(cmd, trace, path, args, f):
         out = PerfScript(f, None, args.max_stack, namer=namer, header=header)
     else:
         out = Folded(f, None, weight, namer=namer)
+    if made is not None:
+        made.append(out)
     if args.off_cpu:
         from .offcpu import TraceOffCpu
         out = TraceOffCpu(out, trace, args.preempted)
