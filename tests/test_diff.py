@@ -3,7 +3,6 @@ algorithm run by Perl on our own ``folded`` output of each side; the differentia
 colours against the shares of those outputs; the pprof profile read by the real pprof, as
 ``pprof -diff_base`` reads the two ``export --format pprof`` files; bad input on either side."""
 import gzip
-import lzma
 import os
 import re
 import shutil
@@ -15,9 +14,9 @@ import pytest
 from conftest import DATA, capture, need_engine, run_cli
 from google_pprof import read_profile
 from test_exports import real_pprof
+from test_offcpu import cap, folded  # noqa: F401 (cap: a fixture, the off-CPU captures unpacked)
 
 TRACE = DATA / "real" / "captures" / "ftrace" / "trace-userstacktrace.dat"
-OFFCPU = DATA / "offcpu"
 V7 = DATA / "tracecmd-v7"
 
 # difffolded.pl's algorithm (github.com/brendangregg/FlameGraph, difffolded.pl), restated in
@@ -45,18 +44,9 @@ for my $stack (keys %F) {
 
 
 @pytest.fixture(scope="module")
-def offcpu(tmp_path_factory):
-    """The off-CPU captures unpacked (per_task, syswide, global_freq) and their symbol options."""
-    work = tmp_path_factory.mktemp("diff-offcpu")
-    (work / "symfs" / "opt" / "rig").mkdir(parents=True)
-    (work / "symfs" / "opt" / "rig" / "workload_offcpu").write_bytes(
-        lzma.decompress((OFFCPU / "symfs" / "opt" / "rig" / "workload_offcpu.xz").read_bytes()))
-    paths = {}
-    for scen, name in (("per_task", "per-task.data"), ("syswide", "syswide.data"),
-                       ("global_freq", "global-freq.data")):
-        paths[scen] = work / ("%s.data" % scen)
-        paths[scen].write_bytes(lzma.decompress((OFFCPU / scen / (name + ".xz")).read_bytes()))
-    return paths, ["--symfs", str(work / "symfs"), "--kallsyms", str(OFFCPU / "kallsyms.xz")]
+def offcpu(cap):
+    """The off-CPU captures (test_offcpu's, unpacked) and their symbol options."""
+    return cap[0], cap[1]
 
 
 def ds(*args, env=None):
@@ -78,11 +68,7 @@ def difffolded(tmp_path, base_text, new_text, normalize=False, strip=False):
 
 
 def counts(text):
-    out = Counter()
-    for line in text.splitlines():
-        stack, n = line.rsplit(" ", 1)
-        out[stack] += int(n)
-    return out
+    return Counter(folded(text))
 
 
 CASES = {   # id -> (base, new, options): the sides by name, as the fixtures give them
@@ -321,6 +307,7 @@ def test_kinds_and_options_that_do_not_fit(tmp_path):
     p = run_cli("diff", TRACE, TRACE, "--wall-clock")
     assert p.returncode == 2 and "--wall-clock is not an option for a trace.dat" in p.stderr.decode()
     p = run_cli("diff", a, a, "--format", "pprof", "-n", "-o", tmp_path / "x.pb.gz")
-    assert p.returncode == 2 and p.stderr.decode().count("\n") == 1 and "pprof -normalize" in p.stderr.decode()
+    err = p.stderr.decode()
+    assert p.returncode == 2 and err.count("\n") == 1 and "pprof -normalize" in err
     p = run_cli("diff", a)
     assert p.returncode == 2 and "NEW" in p.stderr.decode()

@@ -144,7 +144,8 @@ def folded_stacks(args, path):
 def _diff_options(args):
     """diff's options that have no meaning for a trace.dat: a usage error."""
     for flag, given in (("--wall-clock", args.wall_clock), ("--event", args.event is not None),
-                        ("--kallsyms", args.kallsyms is not None), ("--weight period", args.weight != "samples")):
+                        ("--kallsyms", args.kallsyms is not None),
+                        ("--weight period", args.weight != "samples")):
         if given:
             args.command_parser.error("%s is not an option for a trace.dat" % flag)
 
