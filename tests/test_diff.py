@@ -75,6 +75,7 @@ CASES = {   # id -> (base, new, options): the sides by name, as the fixtures giv
     "a-b": ("a_per_task", "b_per_task", []),
     "a-b-n": ("a_per_task", "b_per_task", ["-n"]),
     "lost-syswide-period-n": ("lost_per_task", "syswide", ["--weight", "period", "-n"]),
+    "selection": ("b_per_task", "syswide", ["--comm", "workload_b", "--time", "10%-60%", "-n"]),
     "two-events-event": ("two_events_cpu_task", "a_per_task", ["--event", "cpu-clock", "-n"]),
     "offcpu": ("per_task", "syswide", ["--off-cpu", "-n"]),
     "offcpu-preempted": ("syswide", "per_task", ["--off-cpu", "--preempted"]),
@@ -304,8 +305,9 @@ def test_kinds_and_options_that_do_not_fit(tmp_path):
     p = run_cli("diff", TRACE, a, "-q")      # a trace.dat and a perf.data
     assert p.returncode == 2 and p.stderr.decode().count("\n") == 1
     assert p.stderr.decode().startswith("deferstitch: %s: offset 0x0: not a trace.dat" % a)
-    p = run_cli("diff", TRACE, TRACE, "--wall-clock")
-    assert p.returncode == 2 and "--wall-clock is not an option for a trace.dat" in p.stderr.decode()
+    for opt in (["--wall-clock"], ["--comm", "workload_a"], ["--time", "10%/2"]):
+        p = run_cli("diff", TRACE, TRACE, *opt)
+        assert p.returncode == 2 and "%s is not an option for a trace.dat" % opt[0] in p.stderr.decode()
     p = run_cli("diff", a, a, "--format", "pprof", "-n", "-o", tmp_path / "x.pb.gz")
     err = p.stderr.decode()
     assert p.returncode == 2 and err.count("\n") == 1 and "pprof -normalize" in err
