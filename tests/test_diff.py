@@ -83,6 +83,7 @@ CASES = {   # id -> (base, new, options): the sides by name, as the fixtures giv
     "trace-self-s": (TRACE, TRACE, ["-s"]),
     "trace-self-n-s": (TRACE, TRACE, ["-n", "-s"]),
     "trace-v7-n": (V7 / "big-zstd.dat", V7 / "instances-zstd.dat", ["-n"]),
+    "trace-v7-comm": (V7 / "big-zstd.dat", V7 / "instances-zstd.dat", ["--comm", "other,worker"]),
 }
 
 
@@ -305,9 +306,13 @@ def test_kinds_and_options_that_do_not_fit(tmp_path):
     p = run_cli("diff", TRACE, a, "-q")      # a trace.dat and a perf.data
     assert p.returncode == 2 and p.stderr.decode().count("\n") == 1
     assert p.stderr.decode().startswith("deferstitch: %s: offset 0x0: not a trace.dat" % a)
-    for opt in (["--wall-clock"], ["--comm", "workload_a"], ["--time", "10%/2"]):
+    for opt in (["--wall-clock"], ["--event", "cpu-clock"], ["--weight", "period"]):
         p = run_cli("diff", TRACE, TRACE, *opt)
-        assert p.returncode == 2 and "%s is not an option for a trace.dat" % opt[0] in p.stderr.decode()
+        flag = " ".join(opt) if opt[0] == "--weight" else opt[0]
+        assert p.returncode == 2 and "%s is not an option for a trace.dat" % flag in p.stderr.decode()
+    p = run_cli("diff", TRACE, TRACE, "--time", "10%/2")     # trace.dat has no first/last time
+    assert p.returncode == 2 and p.stderr.decode().count("\n") == 1
+    assert p.stderr.decode().startswith("deferstitch: %s: a trace.dat records no first" % TRACE)
     p = run_cli("diff", a, a, "--format", "pprof", "-n", "-o", tmp_path / "x.pb.gz")
     err = p.stderr.decode()
     assert p.returncode == 2 and err.count("\n") == 1 and "pprof -normalize" in err

@@ -143,11 +143,9 @@ def folded_stacks(args, path):
 
 def _diff_options(args):
     """diff's options that have no meaning for a trace.dat: a usage error."""
-    from ..selection import NAMES as CHOOSING      # perf's selection: the perf side's only
     for flag, given in (("--wall-clock", args.wall_clock), ("--event", args.event is not None),
                         ("--kallsyms", args.kallsyms is not None),
-                        ("--weight period", args.weight != "samples")) + tuple(
-                            ("--" + name, getattr(args, name, None) is not None) for name in CHOOSING):
+                        ("--weight period", args.weight != "samples")):
         if given:
             args.command_parser.error("%s is not an option for a trace.dat" % flag)
 
