@@ -318,3 +318,15 @@ def test_kinds_and_options_that_do_not_fit(tmp_path):
     assert p.returncode == 2 and err.count("\n") == 1 and "pprof -normalize" in err
     p = run_cli("diff", a)
     assert p.returncode == 2 and "NEW" in p.stderr.decode()
+    p = run_cli("diff", "-", "-", input=b"")
+    assert p.returncode == 2 and p.stderr.decode() == ("deferstitch: -: BASE and NEW cannot both be "
+                                                       "standard input\n")
+
+
+def test_one_side_from_standard_input(capture_symbols):
+    """BASE as - (a perf.data pipe): the same diff as from the file."""
+    a, b = capture("pipe")[0], str(capture("a_per_task")[0])
+    want = ds("diff", a, b, "-q", *capture_symbols)
+    p = run_cli("diff", "-", b, "-q", *capture_symbols, input=a.read_bytes())
+    assert p.returncode == 0, p.stderr.decode()
+    assert p.stdout.decode() == want and want.count("\n") > 10

@@ -206,6 +206,8 @@ def run(args, sides, weight):
                                "(pprof -normalize)")
     if fmt != "folded":
         refuse_terminal(args.output, "a gzip'd pprof profile" if fmt == "pprof" else "a flame graph's HTML")
+    if args.base == args.new == "-":
+        raise DeferstitchError("-: BASE and NEW cannot both be standard input")
     which = kind(args.base)
     kind(args.new)                  # a NEW that cannot be read fails before BASE is run
     side = sides[which]
