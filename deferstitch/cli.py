@@ -231,9 +231,16 @@ def cmd_folded(args):
 
 
 def cmd_diff(args):
+    """Two perf.data or two trace.dat (BASE's magic says which; NEW then fails as the wrong
+    kind), each side counted by its folded run."""
     from .output import diff
     from .tracecmd.cli import folded_stacks
-    return diff.run(args, {"perf": _folded_stacks, "trace": folded_stacks}, _weight(args))
+    from .tracecmd.headers import is_trace_dat
+    if args.base == args.new == "-":
+        raise DeferstitchError("-: BASE and NEW cannot both be standard input")
+    trace = is_trace_dat(args.base)
+    is_trace_dat(args.new)          # a NEW that cannot be read fails before BASE is run
+    return diff.run(args, folded_stacks if trace else _folded_stacks, _weight(args))
 
 
 def _folded_stacks(args, path):

@@ -34,26 +34,12 @@ import re
 from collections import Counter
 
 from ..errors import DeferstitchError
-from ..tracecmd.headers import MAGIC as TRACE_MAGIC
 from . import flamegraph, pprof
 from .atomic import Output, refuse_terminal
 
 HEX = re.compile(r"0x[0-9a-fA-F]+")         # difffolded -s
 _NV_EXACT = 1 << 53                           # integers a double holds exactly
 _UV_MAX = (1 << 64) - 1
-
-
-def kind(path):
-    """"trace" for a trace.dat (its magic), else "perf" (standard input: a perf.data pipe);
-    a file that cannot be read is one line naming it."""
-    if path == "-":
-        return "perf"
-    try:
-        with open(path, "rb") as f:
-            head = f.read(len(TRACE_MAGIC))
-    except OSError as err:
-        raise DeferstitchError("%s: %s" % (path, err.strerror or err)) from None
-    return "trace" if head == TRACE_MAGIC else "perf"
 
 
 def strip_hex(stacks):
@@ -194,11 +180,11 @@ def write_pprof(f, base, new, unit):
     p.write(f)
 
 
-def run(args, sides, weight):
-    """The diff the command asks: each side counted by ``sides[kind](args, path)`` (the kind
-    of BASE: a trace.dat's magic, else a perf.data), by ``weight`` (folded's: samples, period
-    or ns), then written to ``-o`` (replaced only when whole) as ``args.format`` says (None: a
-    flame graph for .html/.svg, else folded)."""
+def run(args, side, weight):
+    """The diff the command asks: each side counted by ``side(args, path)`` (the perf side's
+    or the trace side's run of folded), by ``weight`` (folded's: samples, period or ns), then
+    written to ``-o`` (replaced only when whole) as ``args.format`` says (None: a flame graph
+    for .html/.svg, else folded)."""
     fmt = args.format or ("flamegraph" if (args.output or "").lower().endswith((".html", ".svg"))
                           else "folded")
     if fmt == "pprof" and args.normalize:
@@ -206,11 +192,6 @@ def run(args, sides, weight):
                                "(pprof -normalize)")
     if fmt != "folded":
         refuse_terminal(args.output, "a gzip'd pprof profile" if fmt == "pprof" else "a flame graph's HTML")
-    if args.base == args.new == "-":
-        raise DeferstitchError("-: BASE and NEW cannot both be standard input")
-    which = kind(args.base)
-    kind(args.new)                  # a NEW that cannot be read fails before BASE is run
-    side = sides[which]
     stacks = [side(args, args.base), side(args, args.new)]
     if args.strip_hex:
         stacks = [strip_hex(s) for s in stacks]

@@ -23,7 +23,7 @@ import struct
 import zlib
 
 from .. import inflate
-from ..errors import FormatError
+from ..errors import DeferstitchError, FormatError
 
 MAGIC = b"\x17\x08\x44tracing"      # the first bytes of every trace.dat (trace-output.c)
 BUFSIZ = 8192           # libtracecmd's read_string reads a string in one BUFSIZ read (glibc)
@@ -33,6 +33,19 @@ OPTION_DONE, OPTION_BUFFER, OPTION_STRINGS, OPTION_BUFFER_TEXT = 0, 3, 15, 22
 HEADER_INFO, FTRACE_EVENTS, EVENT_FORMATS, KALLSYMS, PRINTK, CMDLINES = range(16, 22)
 FILE_VERSION_SECTIONS = FILE_VERSION_MAX = 7     # older versions: v6's layout (all of 0-6)
 MAX_OPTION_SECTIONS = 1 << 16   # a chain of options sections that loops is damage
+
+
+def is_trace_dat(path):
+    """Whether the file at ``path`` starts with a trace.dat's magic (``-``, standard input: no,
+    it is a perf.data pipe); a file that cannot be read is one line naming it (diff's choice of
+    side)."""
+    if path == "-":
+        return False
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(MAGIC)) == MAGIC
+    except OSError as err:
+        raise DeferstitchError("%s: %s" % (path, err.strerror or err)) from None
 
 
 class Meta:
