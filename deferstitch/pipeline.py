@@ -16,7 +16,7 @@ from .output import sink as S
 from .output.sink import Sink
 from .perfdata import engine
 from .perfdata.feed import PerfFeed
-from .perfdata.reader import PerfData
+from .perfdata.recording import open_input
 from .symbols.perf_context import PerfContext
 
 
@@ -67,7 +67,7 @@ def run(args, make, symbols=False, perf=None, hint=False):
     progress line on a terminal. Either way one pass: damage raises its FormatError after what
     came before it was delivered. Returns (report, output). ``hint``: say on stderr when the
     input has no deferred callchains at all (report and stitch: recorded without defer?)."""
-    perf = perf or PerfData.open(args.input)
+    perf = perf or open_input(args.inputs)
     if perf.warning is not None and not args.quiet:
         sys.stderr.write("deferstitch: %s: %s\n" % (perf.path, perf.warning))
 

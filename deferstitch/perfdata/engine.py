@@ -45,6 +45,9 @@ def available():
 
 def unavailable(perf):
     """Why the engine cannot take this input, or None when it can."""
+    if getattr(perf, "parts", None):
+        return ("several files read as one (a --threads directory, a --switch-output sequence: "
+                "perfdata/recording.py), on the Python path")
     if _accel is None:
         return "the C engine is not built"
     if os.environ.get("DEFERSTITCH_ACCEL", "1") == "0":
