@@ -35,6 +35,7 @@ The C engine reads one file's buffer: these inputs run on the Python path (engin
 says so); the answer is the one the Python path defines.
 """
 import contextlib
+import errno
 import glob
 import heapq
 import itertools
@@ -82,8 +83,8 @@ def expand(paths):
                             if os.path.isfile(os.path.join(p, f)))
             switched = [f for f in inside if _SWITCHED.search(f)]
             found = switched or inside
-            if not found:
-                raise FormatError(p, None, "a directory without any file")
+            if not found:               # nothing to read: as for any other directory
+                raise FormatError(p, None, os.strerror(errno.EISDIR))
             files.extend(found)
         elif glob.has_magic(p) and not os.path.exists(p):
             found = sorted(f for f in glob.glob(p) if os.path.isfile(f))
