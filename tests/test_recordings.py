@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import CAPTURES, need_perf61, need_sid_perf, run_cli
+from conftest import CAPTURES, need_engine, need_perf61, need_sid_perf, run_cli
 from perf_text import CONTEXT_MAX, SCRIPT_HEAD, assert_script_equals_perf, parse_script
 
 THREADS = CAPTURES / "threads_syswide"
@@ -65,12 +65,12 @@ def test_threads_directory_reads_as_perf_reads_it(threads_dir):
 
 @pytest.mark.parametrize("accel", ["0", "1"])
 def test_threads_directory_same_on_both_paths(threads_dir, accel):
-    """The engine hands these inputs to the Python path (engine.unavailable): the same bytes
+    """The engine hands a directory to the Python path (engine.unavailable): the same bytes
     whichever is asked for; DEFERSTITCH_ACCEL=require says why it was not used."""
     base = cli("folded", threads_dir, "-q", env={"DEFERSTITCH_ACCEL": "0"})
     assert cli("folded", threads_dir, "-q", env={"DEFERSTITCH_ACCEL": accel}) == base != ""
     r = run_cli("folded", threads_dir, "-q", env=dict(os.environ, DEFERSTITCH_ACCEL="require"))
-    assert r.returncode == 2 and b"several files read as one" in r.stderr
+    assert r.returncode == 2 and b"a perf record --threads directory: its streams" in r.stderr
 
 
 @pytest.mark.parametrize("name", ["data.0", "data"])
@@ -181,6 +181,18 @@ def test_switch_output_sequence_stitches_across_the_boundaries():
     assert len(expected) == ended
     ours = ips(cli("script", *SEQUENCE, "-q", "--no-symbols"))
     assert {k: ours[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize("command", [["report", "--json"], ["script", "--no-symbols"], ["folded"],
+                                     ["stitch", "-o", "-"]])
+def test_sequence_same_bytes_on_both_paths(command):
+    """The engine reads the files in turn (engine.EngineRun.chunks, Engine.boundary): every
+    output and report the Python path's, byte for byte."""
+    need_engine("require")
+    outs = [run_cli(command[0], *SEQUENCE, *command[1:], "-q",
+                    env=dict(os.environ, DEFERSTITCH_ACCEL=accel)) for accel in ("0", "require")]
+    assert outs[0].returncode == outs[1].returncode == 0, outs[1].stderr
+    assert outs[0].stdout == outs[1].stdout != b""
 
 
 def test_sequence_as_files_directory_or_glob(tmp_path):

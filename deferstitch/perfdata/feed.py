@@ -417,7 +417,7 @@ class PerfFeed:
         if s.time is None or s.stack_time is None:
             return
         for b in self.boundaries:
-            if b is not None and s.time <= b < s.stack_time:
+            if s.time <= b < s.stack_time:
                 self.report.extra["stitched_across_files"] += 1
                 return
 

@@ -139,7 +139,7 @@ class Recording:
         self.parts, self.base, self.path = parts, parts[0], path
         self.layouts_ahead = {}
         self.order_stats = OrderStats()
-        self.boundaries = None      # a sequence's: the last record time of each file but the last
+        self.boundaries = None      # a sequence's: the latest record time at each file's end
 
     def __getattr__(self, name):    # evlist, endian, header, pipe, tracing, warning, ...
         return getattr(self.base, name)
@@ -246,20 +246,21 @@ class Sequence(Recording):
         self.boundaries = []
 
     def records(self):
-        """The files' records one after the other; ``boundaries`` gets the latest record time
-        of each file but the last: a sample at or before it stitched with a stack after it
-        crossed into a later file (PerfFeed counts it: ``stitched_across_files``)."""
+        """The files' records one after the other; ``boundaries`` gets, at the end of each file
+        but the last, the latest record time read so far: a sample at or before it stitched
+        with a stack after it crossed into a later file (PerfFeed counts it:
+        ``stitched_across_files``; the C engine's Engine.boundary the same)."""
         time_of = self.evlist.time_of
         self.boundaries.clear()         # (the feed holds this list)
+        latest = 0                      # as the C engine's sorter keeps it (max_time)
         for n, p in enumerate(self.parts):
-            last = None
             for rec in p.records():
                 t = time_of(rec)
-                if t is not None and (last is None or t > last):
-                    last = t
+                if t is not None and t > latest:
+                    latest = t
                 yield rec
             if n < len(self.parts) - 1:
-                self.boundaries.append(last)
+                self.boundaries.append(latest)
 
     def ahead(self, max_bytes=None):
         return _chained_ahead(self.parts)
