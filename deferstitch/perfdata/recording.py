@@ -31,8 +31,9 @@ recording, the records of each file follow the previous file's through the one s
 one stitcher: pending samples, comms and maps carry across every boundary. The files must hold
 the same events (attrs and ids): a file of another recording is refused, naming it.
 
-The C engine reads one file's buffer: these inputs run on the Python path (engine.unavailable
-says so); the answer is the one the Python path defines.
+The C engine reads a sequence's files in turn (engine.EngineRun.chunks; Engine.boundary marks
+where each ends, for the count of samples stitched across); a --threads directory runs on the
+Python path (engine.unavailable says so), whose merge is defined here.
 """
 import contextlib
 import errno
