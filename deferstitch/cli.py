@@ -31,7 +31,7 @@ from .output.offcpu import OffCpuFeed
 from .output.perf_script import PerfScript
 from .output.stitched_file import StitchedFile
 from .output.tables import render, table
-from .perfdata.recording import open_input
+from .perfdata.recording import input_files, open_input
 from .perfdata.writer import PIPE_ONLY
 from .stitcher import DEFAULT_MAX_PENDING
 from .symbols.perf_context import MAP_TYPES
@@ -108,7 +108,7 @@ def cmd_stitch(args):
     made = []
     err = None
     # an UnsupportedError (nothing usable written) leaves the old output as it was
-    with Output(args.output, binary=True, seekable=True, inputs=args.inputs) as f:
+    with Output(args.output, binary=True, seekable=True, inputs=input_files(perf)) as f:
 
         def make(perf, _ctx):
             made.append(StitchedFile(f, perf, compat=not args.native, keep_report=not args.no_report))
@@ -186,7 +186,7 @@ def _text_output(args, make, binary=False):
         if waits:
             return OffCpuFeed(out, perf, args.preempted, args.wall_clock, plan)
         return select.EventSelect(out, choose) if choose is not None else out
-    with Output(args.output, binary=binary, inputs=args.inputs) as f:
+    with Output(args.output, binary=binary, inputs=input_files(perf)) as f:
         pipeline.run(args, lambda perf, ctx: wrap(make(f, ctx)), symbols=True, perf=perf)
     return 0
 

@@ -221,3 +221,10 @@ def test_a_file_of_another_recording_is_refused():
     assert r.returncode == 2
     lines = r.stderr.decode().splitlines()
     assert len(lines) == 1 and "not of the same recording" in lines[0], lines
+
+
+def test_an_output_onto_one_of_the_files_is_refused(threads_dir):
+    before = (threads_dir / "data.1").read_bytes()
+    r = run_cli("stitch", threads_dir, "-o", threads_dir / "data.1")
+    assert r.returncode == 2 and b"is the input file" in r.stderr, r.stderr
+    assert (threads_dir / "data.1").read_bytes() == before

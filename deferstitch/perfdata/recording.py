@@ -71,6 +71,12 @@ def open_input(paths):
     return Sequence(files, " ".join(paths))
 
 
+def input_files(perf):
+    """Every file an input reads (for outputs that must not overwrite one): '-' for a pipe."""
+    parts = getattr(perf, "parts", None) or [perf]
+    return ["-" if p.path == "<stdin>" else p.path for p in parts]
+
+
 def expand(paths):
     """The files of a sequence: each path as given, a directory's --switch-output files (or all
     its regular files when none is named so), a glob's matches; in time order when every name
