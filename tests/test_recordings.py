@@ -228,3 +228,25 @@ def test_an_output_onto_one_of_the_files_is_refused(threads_dir):
     r = run_cli("stitch", threads_dir, "-o", threads_dir / "data.1")
     assert r.returncode == 2 and b"is the input file" in r.stderr, r.stderr
     assert (threads_dir / "data.1").read_bytes() == before
+
+
+def test_fleet_takes_a_directory_and_a_sequence_as_one_input_each(threads_dir, tmp_path):
+    """fleet over a folder holding a --threads directory, a --switch-output recording's files
+    and another capture: three inputs, each counted as the single commands count it."""
+    pytest.importorskip("distributed", reason="Dask not installed: pip install 'deferstitch[fleet]'")
+    d = tmp_path / "fleet"
+    shutil.copytree(threads_dir, d / "threads.data")
+    for p in SEQUENCE:
+        shutil.copy(p, d / p.name)
+    shutil.copy(CAPTURES / "a_per_task" / "per-task.data", d / "a.data")
+    rep = tmp_path / "r.json"
+    r = run_cli("fleet", d, "-o", tmp_path / "f.folded", "--report", rep, "--workers", 1, "--no-symbols")
+    assert r.returncode == 0, r.stderr.decode()
+    rows = json.loads(rep.read_text())["inputs"]
+    assert len(rows) == 3 and not any(row["error"] for row in rows), rows
+    want = {str(d / "a.data"): report(d / "a.data"), str(d / "threads.data"): report(d / "threads.data")}
+    seq = next(row for row in rows if row["path"] not in want)
+    assert report(seq["path"])["samples"] == report(*SEQUENCE)["samples"] == seq["samples"]
+    for row in rows:
+        if row["path"] in want:
+            assert row["samples"] == want[row["path"]]["samples"]

@@ -71,6 +71,28 @@ def open_input(paths):
     return Sequence(files, " ".join(paths))
 
 
+def recordings_in(root, names):
+    """The inputs among the files ``names`` of directory ``root``, each recording once (for the
+    fleet, which reads a directory's files one input each): the directory itself when it is a
+    --threads directory (`data` and `data.N`), a glob of each --switch-output recording's files
+    (NAME.<timestamp>, two or more of one NAME: one perf record run, so one host), every other
+    file on its own."""
+    if "data" in names and any(_STREAM.match(n) for n in names):
+        return [root]
+    runs = {}
+    for n in names:
+        if _SWITCHED.search(n):
+            runs.setdefault(n[:-16], []).append(n)
+    out = []
+    for n in sorted(names):
+        stem = n[:-16] if _SWITCHED.search(n) else None
+        if stem is None or len(runs[stem]) == 1:
+            out.append(os.path.join(root, n))
+        elif runs[stem][0] == n:
+            out.append(os.path.join(glob.escape(root), glob.escape(stem) + "[0-9]" * 16))
+    return out
+
+
 def input_files(perf):
     """Every file an input reads (for outputs that must not overwrite one): '-' for a pipe."""
     parts = getattr(perf, "parts", None) or [perf]
