@@ -7,10 +7,12 @@ import lzma
 import os
 import re
 import shutil
+import struct
 import subprocess
 
 import pytest
 
+from deferstitch.abi import consts as C
 from conftest import CAPTURES, need_engine, need_perf61, need_sid_perf, run_cli
 from perf_text import CONTEXT_MAX, SCRIPT_HEAD, assert_script_equals_perf, parse_script
 
@@ -250,3 +252,45 @@ def test_fleet_takes_a_directory_and_a_sequence_as_one_input_each(threads_dir, t
     for row in rows:
         if row["path"] in want:
             assert row["samples"] == want[row["path"]]["samples"]
+
+
+# -- a synthetic sequence: the smallest crossing, and the dsos of every file ----------------------
+def build_id_event(filename, byte):
+    """One build_id_event of the BUILD_ID feature (perf's header.c write_build_id)."""
+    name = filename.encode() + b"\0"
+    name += b"\0" * (-len(name) % 8)
+    body = struct.pack("<i", -1) + bytes([byte]) * 20 + b"\0" * 4 + name
+    return struct.pack("<IHH", 67, 2, 8 + len(body)) + body
+
+
+@pytest.fixture
+def synthetic_sequence(tmp_path):
+    """Two files of one recording: a sample at the end of the first, its stack in the second."""
+    from synth import Synth
+    first, second = Synth(), Synth()
+    first.sample(5, 1000, cookie=7)
+    first.round()
+    second.deferred(5, 2000, 7, [0x401000, 0x402000])
+    second.sample(5, 3000)
+    second.round()
+    files = [tmp_path / "x.data.2026120700000001", tmp_path / "x.data.2026120700000002"]
+    first.save(files[0], {C.HEADER_BUILD_ID: build_id_event("/bin/a", 1)})
+    second.save(files[1], {C.HEADER_BUILD_ID: build_id_event("/bin/a", 1) + build_id_event("/bin/b", 2)})
+    return files
+
+
+@pytest.mark.parametrize("accel", ["0", "require"])
+def test_the_smallest_crossing(synthetic_sequence, accel, tmp_path):
+    need_engine(accel)
+    env = {"DEFERSTITCH_ACCEL": accel}
+    alone = [report(p) for p in synthetic_sequence]
+    assert alone[0]["unmatched"] == {"stream-ended": 1} and alone[1]["orphan_deferred"] == 1
+    rep = json.loads(cli("report", "--json", *synthetic_sequence, env=env))
+    assert (rep["samples"], rep["stitched"], rep["passed"], rep["unmatched"]) == (2, 1, 1, {})
+    assert rep["perf"]["stitched_across_files"] == 1 and rep["orphan_deferred"] == 0
+    stacks = ips(cli("script", "--no-symbols", *synthetic_sequence, env=env))
+    assert stacks[(5, "0.000001", 0)] == [0xffffffff81000010, 0xffffffff81000020, 0x401000, 0x402000]
+    out = tmp_path / "st.data"
+    assert run_cli("stitch", *synthetic_sequence, "-o", out, env=dict(os.environ, **env)).returncode == 0
+    info = json.loads(cli("info", "--json", "--no-symbols", out))
+    assert [b["filename"] for b in info["features"]["BUILD_ID"]] == ["/bin/a", "/bin/b"]
