@@ -33,7 +33,8 @@ class Progress:
     short runs print nothing, and is rewritten at most four times a second."""
 
     def __init__(self, perf):
-        self.total = perf.data_end - perf.data_start if perf.data_end is not None else None
+        one = not getattr(perf, "parts", None)      # several files: no share of one file's size
+        self.total = perf.data_end - perf.data_start if perf.data_end is not None and one else None
         self.base = perf.data_start
         self.start = self.last = time.monotonic()
         self.delay = float(os.environ.get("DEFERSTITCH_PROGRESS_DELAY", "1"))
