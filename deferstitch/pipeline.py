@@ -68,7 +68,7 @@ def run(args, make, symbols=False, perf=None, hint=False):
     progress line on a terminal. Either way one pass: damage raises its FormatError after what
     came before it was delivered. Returns (report, output). ``hint``: say on stderr when the
     input has no deferred callchains at all (report and stitch: recorded without defer?)."""
-    perf = perf or open_input(args.inputs)
+    perf = perf or open_input(getattr(args, "inputs", None) or [args.input])
     if perf.warning is not None and not args.quiet:
         sys.stderr.write("deferstitch: %s: %s\n" % (perf.path, perf.warning))
 
