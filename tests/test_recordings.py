@@ -66,16 +66,6 @@ def test_threads_directory_reads_as_perf_reads_it(threads_dir):
         + sum(rep["unmatched"].values())
 
 
-@pytest.mark.parametrize("accel", ["0", "1"])
-def test_threads_directory_same_on_both_paths(threads_dir, accel):
-    """The engine hands a directory to the Python path (engine.unavailable): the same bytes
-    whichever is asked for; DEFERSTITCH_ACCEL=require says why it was not used."""
-    base = cli("folded", threads_dir, "-q", env={"DEFERSTITCH_ACCEL": "0"})
-    assert cli("folded", threads_dir, "-q", env={"DEFERSTITCH_ACCEL": accel}) == base != ""
-    r = run_cli("folded", threads_dir, "-q", env=dict(os.environ, DEFERSTITCH_ACCEL="require"))
-    assert r.returncode == 2 and b"a perf record --threads directory: its streams" in r.stderr
-
-
 @pytest.mark.parametrize("name", ["data.0", "data"])
 def test_part_of_a_threads_directory_alone_names_the_directory(threads_dir, name):
     r = run_cli("report", threads_dir / name)
@@ -194,11 +184,13 @@ def test_switch_output_sequence_stitches_across_the_boundaries():
 
 @pytest.mark.parametrize("command", [["report", "--json"], ["script", "--no-symbols"], ["folded"],
                                      ["stitch", "-o", "-"]])
-def test_sequence_same_bytes_on_both_paths(command):
+@pytest.mark.parametrize("which", ["directory", "sequence"])
+def test_same_bytes_on_both_paths(threads_dir, command, which):
     """The engine reads the files in turn (engine.EngineRun.chunks, Engine.boundary): every
     output and report the Python path's, byte for byte."""
     need_engine("require")
-    outs = [run_cli(command[0], *SEQUENCE, *command[1:], "-q",
+    inputs = [threads_dir] if which == "directory" else SEQUENCE
+    outs = [run_cli(command[0], *inputs, *command[1:], "-q",
                     env=dict(os.environ, DEFERSTITCH_ACCEL=accel)) for accel in ("0", "require")]
     assert outs[0].returncode == outs[1].returncode == 0, outs[1].stderr
     assert outs[0].stdout == outs[1].stdout != b""

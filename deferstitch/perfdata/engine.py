@@ -45,9 +45,6 @@ def available():
 
 def unavailable(perf):
     """Why the engine cannot take this input, or None when it can."""
-    if getattr(perf, "presorted", False):
-        return ("a perf record --threads directory: its streams are merged in time order on "
-                "the Python path (perfdata/recording.py)")
     if _accel is None:
         return "the C engine is not built"
     if os.environ.get("DEFERSTITCH_ACCEL", "1") == "0":
@@ -101,7 +98,7 @@ class EngineRun:
         self.engine = _accel.Engine(plan(perf.evlist), mode, flags, note, decompress, dec, Record,
                                     FormatError, max_pending,
                                     window if window is not None else max(5 * max_pending, 1024),
-                                    DEFAULT_EXIT_GRACE, DEFAULT_MAX_QUEUED)
+                                    DEFAULT_EXIT_GRACE, getattr(perf, "max_queued", DEFAULT_MAX_QUEUED))
         self.dropped = {}
         self.truncated = (0, 0)           # MODE_FILE: stitched samples cut to fit, frames cut
         self.offset = perf.data_start     # how far the input has been read (progress)
@@ -114,7 +111,7 @@ class EngineRun:
         perf, eng = self.perf, self.engine
         feed, output = eng.feed, eng.output
         reading = True          # a FormatError now is the reader's (else the engine's, wound up)
-        parts = getattr(perf, "parts", None) or [perf]      # a --switch-output sequence: in turn
+        parts = getattr(perf, "parts", None) or [perf]      # several files (recording.py): in turn
         part = perf
         try:
             for n, part in enumerate(parts):

@@ -18,7 +18,7 @@ from ..model import NO_COOKIE, NO_TASK, STITCHED, DeferredStack, Sample
 from ..stitcher import DEFAULT_MAX_PENDING, Stitcher
 from .buffers import LossWatch, read_ahead
 from .reader import PerfData
-from .sorter import OrderStats, ordered
+from .sorter import DEFAULT_MAX_QUEUED, OrderStats, ordered
 
 _USER = C.PERF_CONTEXT_USER
 _DEFERRED = C.PERF_CONTEXT_USER_DEFERRED
@@ -217,13 +217,9 @@ class PerfFeed:
             records = self.watch.records(records)
         watch = self.watch
         advanced = 0
-        if getattr(perf, "presorted", False):     # a --threads directory (recording.py)
-            self.order_stats = perf.order_stats
-            in_order = records
-        else:
-            in_order = ordered(records, perf.evlist.time_of, self.order_stats)
         try:
-            for rec in in_order:
+            for rec in ordered(records, perf.evlist.time_of, self.order_stats,
+                               getattr(perf, "max_queued", DEFAULT_MAX_QUEUED)):
                 if st.parked and watch.advanced != advanced:
                     advanced = watch.advanced
                     st.proof_advanced()

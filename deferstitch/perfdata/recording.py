@@ -17,10 +17,11 @@ and whose data section holds what perf itself synthesized; each `NAME/data.N` (e
 file whose name starts with "data.", util/data.c perf_data__open_dir) is a bare stream of records,
 no header, written by one of perf's reader threads. perf writes no FINISHED_ROUND in directory
 mode ("per-cpu maps and files have data sorted by kernel", builtin-record.c
-record__mmap_read_evlist) and reads the files together, all into one time-ordered queue
-(session.c __perf_session__process_dir_events). Here each stream is put in time order by the
-sorter on its own (sorter.py: a stream without rounds is sorted whole, bounded by its
-``max_queued``), and the streams are merged by time, the header file first on equal times.
+record__mmap_read_evlist) and reads the files together into one time-ordered queue, flushed at
+the end (session.c __perf_session__process_dir_events). Here the files are read one after the
+other (`data`, then data.0, data.1, ...) into the one sorter, which sorts them whole (sorter.py:
+no rounds), equal times in that order; the C engine reads them so too. The sorter holds up to
+``max_queued`` records per stream before it flushes the oldest half (counted in the report).
 
 **A --switch-output sequence** (`NAME.YYYYMMDDHHMMSScc`, centiseconds last: builtin-record.c
 record__switch_output): whole perf.data files, each holding what was read from the ring
@@ -31,14 +32,13 @@ recording, the records of each file follow the previous file's through the one s
 one stitcher: pending samples, comms and maps carry across every boundary. The files must hold
 the same events (attrs and ids): a file of another recording is refused, naming it.
 
-The C engine reads a sequence's files in turn (engine.EngineRun.chunks; Engine.boundary marks
-where each ends, for the count of samples stitched across); a --threads directory runs on the
-Python path (engine.unavailable says so), whose merge is defined here.
+The C engine reads the files in turn as the Python path does (engine.EngineRun.chunks;
+Engine.boundary marks where each file of a sequence ends, for the count of samples stitched
+across a boundary).
 """
 import contextlib
 import errno
 import glob
-import heapq
 import itertools
 import os
 import re
@@ -46,7 +46,7 @@ import re
 from ..abi import consts as C
 from ..errors import FormatError
 from .reader import PerfData, Stream
-from .sorter import OrderStats, ordered
+from .sorter import DEFAULT_MAX_QUEUED
 
 HEADER_DIR_FORMAT = C.FEATURE_IDS["DIR_FORMAT"]
 PERF_DIR_VERSION = 1            # util/data.h enum perf_dir_version
@@ -162,12 +162,10 @@ class Recording:
     """Several readers read as one PerfData (see the module docstring): the metadata of the
     first part (``base``), the records of all. Attributes not set here are the base's."""
 
-    presorted = False          # records() already in time order (the feed does not sort again)
-
     def __init__(self, parts, path):
         self.parts, self.base, self.path = parts, parts[0], path
         self.layouts_ahead = {}
-        self.order_stats = OrderStats()
+        self.max_queued = DEFAULT_MAX_QUEUED    # what the sorter holds at most (sorter.py)
         self.boundaries = None      # a sequence's: the latest record time at each file's end
 
     def __getattr__(self, name):    # evlist, endian, header, pipe, tracing, warning, ...
@@ -190,12 +188,21 @@ class Recording:
     def feature(self, bit):
         return PerfData.feature(self, bit)
 
+    def records(self):
+        """Every part's records, one part after the other, as they are: the feed's one sorter
+        puts them in time order (a --threads directory's streams have no FINISHED_ROUND: it
+        sorts them whole, as perf's one queue does; equal times in the parts' order)."""
+        for p in self.parts:
+            yield from p.records()
+
+    def ahead(self, max_bytes=None):
+        """PerfData.ahead() of every part, their records one after the other (the layout)."""
+        return _chained_ahead(self.parts)
+
 
 class ThreadsDir(Recording):
     """A `perf record --threads` directory: `data` (header, attrs, features, perf's own records)
-    and the headerless streams `data.N`, merged in time order."""
-
-    presorted = True
+    and the headerless streams `data.N`, read in turn and sorted as one (Recording.records)."""
 
     def __init__(self, path):
         head = os.path.join(path, "data")
@@ -217,39 +224,7 @@ class ThreadsDir(Recording):
                    if os.path.getsize(os.path.join(path, f))]       # perf skips empty ones
         super().__init__([base] + streams, path)
         self.features = {b: v for b, v in base.features.items() if b != HEADER_DIR_FORMAT}
-
-    def records(self):
-        """Every record of every file, in time order: each file sorted on its own, then merged
-        (equal times: the header file's first, then data.0, data.1, ...). Records without a
-        time keep their place in their own file."""
-        time_of = self.evlist.time_of
-        heap = []
-        seq = 0
-        streams = [ordered(p.records(), time_of, self.order_stats) for p in self.parts]
-        last = [0] * len(streams)
-
-        def pull(k):
-            nonlocal seq
-            for rec in streams[k]:
-                if rec.type == C.PERF_RECORD_FINISHED_ROUND:
-                    continue            # rounds of one file mean nothing once merged
-                t = time_of(rec)
-                if t is None:
-                    t = last[k]
-                last[k] = t
-                heapq.heappush(heap, (t, k, seq, rec))
-                seq += 1
-                return
-        for k in range(len(streams)):
-            pull(k)
-        while heap:
-            _t, k, _s, rec = heapq.heappop(heap)
-            yield rec
-            pull(k)
-
-    def ahead(self, max_bytes=None):
-        return _chained_ahead(self.parts)
-
+        self.max_queued = DEFAULT_MAX_QUEUED * len(streams or [base])   # each stream's share
 
 class Sequence(Recording):
     """A `--switch-output` sequence: whole perf.data files of one recording, in order."""
@@ -290,9 +265,6 @@ class Sequence(Recording):
                 yield rec
             if n < len(self.parts) - 1:
                 self.boundaries.append(latest)
-
-    def ahead(self, max_bytes=None):
-        return _chained_ahead(self.parts)
 
 
 def _events(perf):
