@@ -293,3 +293,19 @@ def test_the_smallest_crossing(synthetic_sequence, accel, tmp_path):
     assert run_cli("stitch", *synthetic_sequence, "-o", out, env=dict(os.environ, **env)).returncode == 0
     info = json.loads(cli("info", "--json", "--no-symbols", out))
     assert [b["filename"] for b in info["features"]["BUILD_ID"]] == ["/bin/a", "/bin/b"]
+
+
+@pytest.mark.parametrize("accel", ["0", "require"])
+def test_damage_in_a_stream_names_that_file(threads_dir, accel):
+    """A cut data.N: one line naming it and the offset, the same on both paths; a directory
+    whose `data` is no --threads header says so."""
+    need_engine(accel)
+    cut = threads_dir / "data.1"
+    cut.write_bytes(cut.read_bytes()[:50001])
+    r = run_cli("report", threads_dir, env=dict(os.environ, DEFERSTITCH_ACCEL=accel))
+    lines = r.stderr.decode().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, lines
+    assert lines[0].startswith("deferstitch: %s: offset 0x" % cut), lines
+    shutil.copy(CAPTURES / "a_per_task" / "per-task.data", threads_dir / "data")
+    r = run_cli("report", threads_dir)
+    assert r.returncode == 2 and b"no HEADER_DIR_FORMAT" in r.stderr, r.stderr
