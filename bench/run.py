@@ -92,6 +92,10 @@ def tools(have_perf, group):
            ("ds report", lambda f: py + ["report", f, "-q", "--json"]),
            ("ds script", lambda f: py + ["script", f, "-q", "-o", os.devnull]),
            ("ds pprof", lambda f: py + ["export", f, "--format", "pprof", "-q", "-o", OUT + "out.pb.gz"])]
+    if group not in ("pipe", "threads"):    # with a selection (percent slices need the header's
+        # sample times: a pipe has none, nor the synthetic threads file)
+        out.insert(4, ("ds folded --time", lambda f: py + ["folded", f, "-q", "-o", os.devnull,
+                                                           "--time", "5%-95%"]))
     if pipe:        # the same through a real pipe: what `perf record -o - | deferstitch ... -` gets
         cmd = " ".join(py)
         out += [("ds %s (stdin)" % c, (lambda c, rest: lambda f: ["sh", "-c", "cat '%s' | %s %s - -q %s"
@@ -410,6 +414,11 @@ def targets(by, scale, inputs):
         if x is not None:
             out.append("target folded demangled with inlined frames within 1.5x of --no-inline "
                        "--no-demangle (%s): %.2fx" % (inp, x))
+    for inp in [l for l, _n, g, _m in inputs if g not in ("langs", "pipe", "threads")]:
+        x = ratio(inp, "ds folded", "ds folded --time")
+        if x is not None:
+            out.append("target folded with a selection (--time 5%%-95%%) within 1.1x of folded "
+                       "(%s): %.2fx" % (inp, x))
     for inp in [l for l, _n, g, _m in inputs if g in ("scale", "pipe")]:
         x = ratio(inp, "ds folded", "ds pprof")
         if x is not None:

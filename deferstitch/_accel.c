@@ -188,9 +188,19 @@ typedef struct {
     uint32_t n;
     uint64_t *ips;
     uint64_t count, period, tmin, tmax, after;
+    uint64_t bin;               /* the time slice (bins()), UINT64_MAX untimed; 0 without slices */
 } Agg;
 typedef struct { Rec *rec; Samp *s; } FItem;
 typedef struct { uint64_t time, cookie; int64_t tid; int has_time, has_tid, reason; } Noted;
+
+/* selection.Selection in C: each list absent (has_*: 0) or what perf's option named */
+typedef struct {
+    int on, has_pids, has_tids, has_cpus;
+    int64_t *pids, *tids, *cpus;
+    size_t npids, ntids, ncpus, nranges;
+    uint64_t *ranges;           /* (start, end) pairs, 0 an open end: perf_time__ranges_skip_sample */
+    PyObject *comms;            /* a set of names, or NULL */
+} Select;
 
 struct Engine {
     PyObject_HEAD
@@ -216,8 +226,11 @@ struct Engine {
     PyObject *big_counts;       /* record types past 16 bits (foreign records): type -> count */
     PyObject *comms;            /* tid -> comm (dict) */
     Map comm_of;                /* the same, for the samples' lookups: tid -> comm (a reference) */
+    Map exited;                 /* tids whose EXIT came, for --comm: perf forgets the thread */
     FItem *fifo; size_t fhead, flen, fcap;
     uint64_t deferred_without_tid;
+    /* the selection (selection.py): which samples are counted and output, if given */
+    Select sel;
     /* stitcher */
     ScStitcher sc;
     Map tasks;                  /* tid -> ScTask (only while something waits or it has a stack) */
@@ -236,6 +249,7 @@ struct Engine {
     Agg *aggs; size_t nagg, aggcap;
     size_t *aslot; size_t acap;     /* open addressing over aggs: index + 1, 0 empty */
     uint64_t *scratch; size_t scap;
+    uint64_t bin_t0, bin_width;     /* bins(): aggregates kept apart per time slice (0: none) */
     uint64_t dropped[65536];
     uint64_t rewritten, truncated, truncated_frames;   /* truncated: stitched samples cut to fit */
     int failed, finished, flushed;
@@ -538,8 +552,12 @@ static int count_sample(Engine *e, Samp *s, int k) {
         memcpy(ips + n, s->user->frames, 8 * (size_t)s->user->n);
         n += s->user->n;
     }
-    uint64_t h = mix(mix(mix(mix(14695981039346656037ULL, (uint64_t)s->pid), (uint64_t)s->sc.tid),
-                         (uint64_t)(uintptr_t)s->comm), ((uint64_t)s->entry << 8) | (uint64_t)k);
+    uint64_t bin = 0;             /* the page's timeline: one aggregate per time slice */
+    if (e->bin_width)
+        bin = !s->sc.has_time ? UINT64_MAX
+            : s->sc.time < e->bin_t0 ? 0 : (s->sc.time - e->bin_t0) / e->bin_width;
+    uint64_t h = mix(mix(mix(mix(mix(14695981039346656037ULL, (uint64_t)s->pid), (uint64_t)s->sc.tid),
+                             (uint64_t)(uintptr_t)s->comm), ((uint64_t)s->entry << 8) | (uint64_t)k), bin);
     for (size_t i = 0; i < n; i++) h = mix(h, ips[i]);
     if (2 * (e->nagg + 1) > e->acap) {          /* grow the slots, re-place every aggregate */
         size_t c = e->acap ? 2 * e->acap : 1024;
@@ -557,6 +575,7 @@ static int count_sample(Engine *e, Samp *s, int k) {
     for (; e->aslot[p]; p = (p + 1) & mask) {
         Agg *x = &e->aggs[e->aslot[p] - 1];
         if (x->hash == h && x->n == n && x->comm == s->comm && x->entry == s->entry && x->key == k
+                && x->bin == bin
                 && x->has_pid == s->has_pid && x->has_tid == s->has_tid
                 && (!x->has_pid || x->pid == s->pid) && (!x->has_tid || x->tid == s->sc.tid)
                 && !memcmp(x->ips, ips, 8 * n)) { a = x; break; }
@@ -579,7 +598,7 @@ static int count_sample(Engine *e, Samp *s, int k) {
         memcpy(a->ips, ips, 8 * n);
         a->n = (uint32_t)n; a->hash = h;
         a->pid = s->pid; a->tid = s->sc.tid; a->has_pid = s->has_pid; a->has_tid = s->has_tid;
-        a->entry = s->entry; a->key = k; a->has_period = s->has_period;
+        a->entry = s->entry; a->key = k; a->has_period = s->has_period; a->bin = bin;
         a->comm = s->comm; Py_XINCREF(a->comm);
         e->aslot[p] = ++e->nagg;
     }
@@ -607,6 +626,7 @@ static PyObject *own_ip(Engine *e, Samp *s) {
 static int sc_emit(Engine *e, ScSamp *ss) {
     Samp *s = (Samp *)ss;
     int k = ss->outcome;
+    if (ss->unchosen) return 0;         /* stitched, but neither counted nor output */
     if (k != K_STITCHED && k != K_PASSED && e->nfirst < KEEP_FIRST) {
         Noted *u = &e->first_unmatched[e->nfirst++];
         u->time = ss->time; u->has_time = ss->has_time; u->tid = ss->tid; u->has_tid = s->has_tid;
@@ -695,6 +715,7 @@ static int out_record(Engine *e, Rec *r) {
 
 static int out_sample(Engine *e, Samp *s) {
     int rc = 0;
+    if (s->sc.unchosen) { samp_free(e, s); return 0; }
     if (e->mode == MODE_ORDERED) {          /* the sample's turn in time order: its number */
         PyObject *n = PyLong_FromUnsignedLongLong(s->seq);
         rc = (!n || PyList_Append(e->events, n) < 0) ? -1 : 0;
@@ -855,6 +876,45 @@ static int python_sample(Engine *e, Samp *s) {
     return has[5];
 }
 
+/* ---- the selection (selection.py Selection.admits, time_skips) --------------------------- */
+static int in_list(const int64_t *a, size_t n, int64_t v) {
+    for (size_t i = 0; i < n; i++) if (a[i] == v) return 1;
+    return 0;
+}
+
+static int time_skips(const Select *q, int has_time, uint64_t t) {
+    if (!q->nranges || !has_time || !t) return 0;
+    if (q->nranges == 1) {
+        uint64_t start = q->ranges[0], end = q->ranges[1];
+        return (start && t < start) || (end && t > end);
+    }
+    for (size_t i = 0; i < q->nranges; i++) {
+        uint64_t start = q->ranges[2 * i], end = q->ranges[2 * i + 1];
+        if (t >= start && (t <= end || !end)) return 0;
+    }
+    return 1;
+}
+
+/* 1 when s is chosen, 0 when not, -1 on error (the comm set's lookup) */
+static int chosen(Engine *e, Samp *s) {
+    const Select *q = &e->sel;
+    if (q->has_pids && !in_list(q->pids, q->npids, s->has_pid ? s->pid : -1)) return 0;
+    if (q->has_tids && !in_list(q->tids, q->ntids, s->has_tid ? s->sc.tid : -1)) return 0;
+    if (q->comms) {
+        int in, gone = s->has_tid && map_get(&e->exited, (uint64_t)s->sc.tid) != NULL;
+        if (s->comm && PyUnicode_GET_LENGTH(s->comm) && !gone) in = PySet_Contains(q->comms, s->comm);
+        else {              /* selection.comm_of: "swapper" for tid 0, else ":TID" */
+            PyObject *name = s->has_tid && s->sc.tid == 0 ? PyUnicode_FromString("swapper")
+                : PyUnicode_FromFormat(":%lld", (long long)(s->has_tid ? s->sc.tid : -1));
+            in = name ? PySet_Contains(q->comms, name) : -1;
+            Py_XDECREF(name);
+        }
+        if (in <= 0) return in;
+    }
+    if (q->has_cpus && !(s->has_cpu && in_list(q->cpus, q->ncpus, s->cpu))) return 0;
+    return !time_skips(q, s->sc.has_time, s->sc.time);
+}
+
 static int do_sample(Engine *e, Rec *r) {
     int ent = entry_of_sample(e, r);
     Layout *L = ent >= 0 ? &e->lay[ent] : NULL;
@@ -916,6 +976,11 @@ static int do_sample(Engine *e, Rec *r) {
         Py_XINCREF(c);
         s->comm = c;
     }
+    if (e->sel.on) {
+        int in = chosen(e, s);
+        if (in < 0) { samp_free(e, s); return -1; }
+        s->sc.unchosen = !in;
+    }
     if (fifo_append(e, NULL, s) < 0) { samp_free(e, s); return -1; }
     if (s->sc.has_cookie && (!s->has_tid || !s->sc.has_time)) {     /* perf cannot match these either */
         if (sc_reject(&e->sc, &s->sc, K_NO_TASK) < 0) return -1;
@@ -966,6 +1031,7 @@ static int comm_set(Engine *e, int64_t tid, PyObject *comm) {
     Py_DECREF(k);
     PyObject *old = map_get(&e->comm_of, (uint64_t)tid);
     if (map_put(&e->comm_of, (uint64_t)tid, comm) < 0) { PyErr_NoMemory(); return -1; }
+    if (e->exited.n) map_del(&e->exited, (uint64_t)tid);
     Py_INCREF(comm);
     Py_XDECREF(old);
     return 0;
@@ -1010,6 +1076,9 @@ static int feed_record(Engine *e, Rec *r) {
         if (r->size < 32) DAMAGED(e, r);
         int64_t tid = (int32_t)rd32(r->data + 16);
         uint64_t time = rd64(r->data + 24);
+        if (e->sel.comms && map_put(&e->exited, (uint64_t)tid, (void *)1) < 0) {
+            rec_free(e, r); PyErr_NoMemory(); return -1;
+        }
         if (push(e, r) < 0) return -1;
         if (sc_exit(&e->sc, tid, time) < 0) return -1;
         return drain(e);
@@ -1018,6 +1087,7 @@ static int feed_record(Engine *e, Rec *r) {
         if (r->size < 32) DAMAGED(e, r);
         int64_t tid = (int32_t)rd32(r->data + 16), ptid = (int32_t)rd32(r->data + 20);
         if (sc_reuse(&e->sc, tid) < 0) { rec_free(e, r); return -1; }
+        if (e->exited.n) map_del(&e->exited, (uint64_t)tid);
         PyObject *c = map_get(&e->comm_of, (uint64_t)ptid);
         if (c && comm_set(e, tid, c) < 0) { rec_free(e, r); return -1; }
         break;
@@ -1474,8 +1544,8 @@ static PyObject *Engine_state(Engine *e, PyObject *noarg) {
     PyObject *unm = PyTuple_New(NKEYS);
     for (int k = 0; unm && k < NKEYS; k++) PyTuple_SET_ITEM(unm, k, PyLong_FromUnsignedLongLong(e->sc.unmatched[k]));
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:O,s:O,s:K}",
-        "samples", e->sc.samples, "stitched", e->sc.stitched, "stitched_after_stack", e->sc.after_stack,
+        "{s:K,s:K,s:K,s:K,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:O,s:O,s:K}",
+        "samples", e->sc.samples, "not_chosen", e->sc.not_chosen, "stitched", e->sc.stitched, "stitched_after_stack", e->sc.after_stack,
         "passed", e->sc.passed, "unmatched", unm, "deferred_records", e->sc.deferred_records,
         "duplicate_deferred", e->sc.duplicates, "orphan_deferred", e->sc.orphans,
         "dropped_frames", e->sc.dropped_frames, "lost_records", e->sc.lost_records,
@@ -1488,6 +1558,211 @@ static PyObject *Engine_state(Engine *e, PyObject *noarg) {
         "deferred_without_tid", e->deferred_without_tid, "rewritten", e->rewritten,
         "truncated", e->truncated, "truncated_frames", e->truncated_frames,
         "comms", e->comms, "big_counts", e->big_counts, "stitched_across_files", e->sc.across);
+}
+
+/* a sequence of ints as an int64 array: 0, or -1 with the error set */
+static int int_array(PyObject *seq, int64_t **out, size_t *n) {
+    PyObject *f = PySequence_Fast(seq, "a sequence of ints");
+    if (!f) return -1;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(f);
+    *out = malloc((len ? (size_t)len : 1) * sizeof(int64_t));
+    if (!*out) { Py_DECREF(f); PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        (*out)[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, i));
+        if ((*out)[i] == -1 && PyErr_Occurred()) { Py_DECREF(f); return -1; }
+    }
+    *n = (size_t)len;
+    Py_DECREF(f);
+    return 0;
+}
+
+static void select_free(Select *q) {
+    free(q->pids); free(q->tids); free(q->cpus); free(q->ranges);
+    Py_CLEAR(q->comms);
+    memset(q, 0, sizeof(*q));
+}
+
+/* select(pids, tids, comms, cpus, ranges): selection.Selection's fields, each None or a list
+ * (ranges: [(start, end)]); before the first feed() */
+static PyObject *Engine_select(Engine *e, PyObject *args) {
+    PyObject *pids, *tids, *comms, *cpus, *ranges;
+    if (!PyArg_ParseTuple(args, "OOOOO", &pids, &tids, &comms, &cpus, &ranges)) return NULL;
+    Select *q = &e->sel;
+    select_free(q);
+    if ((pids != Py_None && (q->has_pids = 1, int_array(pids, &q->pids, &q->npids) < 0))
+            || (tids != Py_None && (q->has_tids = 1, int_array(tids, &q->tids, &q->ntids) < 0))
+            || (cpus != Py_None && (q->has_cpus = 1, int_array(cpus, &q->cpus, &q->ncpus) < 0))
+            || (comms != Py_None && !(q->comms = PySet_New(comms)))) {
+        select_free(q);
+        return NULL;
+    }
+    if (ranges != Py_None) {
+        int64_t *flat; size_t n;
+        PyObject *items = PySequence_List(ranges), *all = items ? PyList_New(0) : NULL;
+        for (Py_ssize_t i = 0; all && i < PyList_GET_SIZE(items); i++) {
+            PyObject *r = PySequence_Tuple(PyList_GET_ITEM(items, i));
+            if (!r || PyTuple_GET_SIZE(r) != 2 || PyList_Append(all, PyTuple_GET_ITEM(r, 0)) < 0
+                    || PyList_Append(all, PyTuple_GET_ITEM(r, 1)) < 0) {
+                if (r && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "ranges: (start, end) pairs");
+                Py_XDECREF(r); Py_CLEAR(all);
+                break;
+            }
+            Py_DECREF(r);
+        }
+        Py_XDECREF(items);
+        if (!all || int_array(all, &flat, &n) < 0) { Py_XDECREF(all); select_free(q); return NULL; }
+        Py_DECREF(all);
+        q->ranges = (uint64_t *)flat;
+        q->nranges = n / 2;
+    }
+    q->on = 1;
+    Py_RETURN_NONE;
+}
+
+/* ---- kallsyms (symbols/kallsyms.py columns(), the definition) --------------------------- */
+typedef struct { uint64_t start; uint32_t idx; } KsKey;
+typedef struct {
+    PyObject *module;                       /* None: the kernel's */
+    KsKey *key; unsigned char *bind; uint32_t *off, *len;
+    size_t n, cap;
+} KsGroup;
+
+static int ks_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+static int ks_hex(unsigned char c) { return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f'); }
+static int ks_cmp(const void *a, const void *b) {
+    const KsKey *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start ? 1 : x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int ks_push(KsGroup *g, uint64_t start, unsigned char bind, uint32_t off, uint32_t len) {
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 1024;
+        KsKey *k = realloc(g->key, cap * sizeof(KsKey));
+        if (k) g->key = k;
+        unsigned char *b = realloc(g->bind, cap);
+        if (b) g->bind = b;
+        uint32_t *o = realloc(g->off, cap * 4);
+        if (o) g->off = o;
+        uint32_t *l = realloc(g->len, cap * 4);
+        if (l) g->len = l;
+        if (!k || !b || !o || !l) { PyErr_NoMemory(); return -1; }
+        g->cap = cap;
+    }
+    g->key[g->n].start = start; g->key[g->n].idx = (uint32_t)g->n;
+    g->bind[g->n] = bind; g->off[g->n] = off; g->len[g->n] = len;
+    g->n++;
+    return 0;
+}
+
+/* kallsyms_columns(data): (the address of _text or None, [(module or None, starts as native u64,
+ * binds, name offsets and lengths in data as native u32)]), each group sorted by start, equal
+ * starts in the file's order: kallsyms.py columns() line for line, the names left in the text */
+static PyObject *kallsyms_columns(PyObject *self, PyObject *arg) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *d = b.buf;
+    size_t n = (size_t)b.len, pos = 0, ng = 0, gcap = 0;
+    KsGroup *gs = NULL;
+    PyObject *out = NULL, *text = NULL;
+    int have_text = 0;
+    uint64_t text_addr = 0;
+    if (n > UINT32_MAX) { PyErr_SetString(PyExc_ValueError, "kallsyms: over 4 GiB"); goto done; }
+    while (pos < n) {
+        const unsigned char *nl = memchr(d + pos, '\n', n - pos);
+        size_t end = nl ? (size_t)(nl - d) : n, tok[4][2], nt = 0, i = pos;
+        while (i < end && nt < 4) {                 /* bytes.split(): ASCII white space */
+            while (i < end && ks_space(d[i])) i++;
+            if (i >= end) break;
+            size_t t = i;
+            while (i < end && !ks_space(d[i])) i++;
+            tok[nt][0] = t; tok[nt][1] = i - t; nt++;
+        }
+        pos = end + 1;
+        if (nt < 3 || tok[0][1] < 1 || tok[0][1] > 16) continue;
+        uint64_t addr = 0;
+        size_t k;
+        for (k = 0; k < tok[0][1] && ks_hex(d[tok[0][0] + k]); k++) {
+            unsigned char c = d[tok[0][0] + k];
+            addr = (addr << 4) | (uint64_t)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+        }
+        if (k < tok[0][1]) continue;
+        if (!have_text && tok[2][1] == 5 && !memcmp(d + tok[2][0], "_text", 5)) { have_text = 1; text_addr = addr; }
+        if (tok[1][1] != 1 || !memchr("TWDBtwdb", d[tok[1][0]], 8)) continue;
+        unsigned char t = d[tok[1][0]];
+        unsigned char bind = (t == 'W' || t == 'w') ? 2 : (t >= 'A' && t <= 'Z') ? 1 : 0;  /* WEAK, GLOBAL, LOCAL */
+        PyObject *module = NULL;
+        if (nt > 3 && d[tok[3][0]] == '[') {        /* bytes.strip(b"[]") */
+            size_t a = tok[3][0], z = tok[3][0] + tok[3][1];
+            while (a < z && (d[a] == '[' || d[a] == ']')) a++;
+            while (z > a && (d[z - 1] == '[' || d[z - 1] == ']')) z--;
+            module = PyUnicode_DecodeUTF8((const char *)d + a, (Py_ssize_t)(z - a), "replace");
+            if (!module) goto done;
+        }
+        KsGroup *g = NULL;
+        for (size_t j = 0; j < ng && !g; j++) {
+            if (!module ? gs[j].module == Py_None
+                    : gs[j].module != Py_None && PyUnicode_Compare(gs[j].module, module) == 0) g = &gs[j];
+        }
+        if (!g) {
+            if (ng == gcap) {
+                size_t cap = gcap ? 2 * gcap : 16;
+                KsGroup *x = realloc(gs, cap * sizeof(KsGroup));
+                if (!x) { Py_XDECREF(module); PyErr_NoMemory(); goto done; }
+                gs = x; gcap = cap;
+            }
+            g = &gs[ng++];
+            memset(g, 0, sizeof(*g));
+            g->module = module ? module : Py_None;
+            Py_INCREF(g->module);
+        }
+        Py_XDECREF(module);
+        if (ks_push(g, addr, bind, (uint32_t)tok[2][0], (uint32_t)tok[2][1]) < 0) goto done;
+    }
+    if (have_text && !(text = PyLong_FromUnsignedLongLong(text_addr))) goto done;
+    PyObject *list = PyList_New(0);
+    if (!list) goto done;
+    for (size_t j = 0; j < ng; j++) {
+        KsGroup *g = &gs[j];
+        size_t down = 1;                            /* /proc/kallsyms is mostly in order */
+        while (down < g->n && g->key[down - 1].start <= g->key[down].start) down++;
+        if (down < g->n) qsort(g->key, g->n, sizeof(KsKey), ks_cmp);
+        PyObject *st = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(8 * g->n));
+        PyObject *bi = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)g->n);
+        PyObject *of = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(4 * g->n));
+        PyObject *ln = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(4 * g->n));
+        if (st && bi && of && ln) {
+            uint64_t *S = (uint64_t *)PyBytes_AS_STRING(st);
+            unsigned char *B = (unsigned char *)PyBytes_AS_STRING(bi);
+            uint32_t *O = (uint32_t *)PyBytes_AS_STRING(of), *L = (uint32_t *)PyBytes_AS_STRING(ln);
+            for (size_t i = 0; i < g->n; i++) {
+                uint32_t x = g->key[i].idx;
+                S[i] = g->key[i].start; B[i] = g->bind[x]; O[i] = g->off[x]; L[i] = g->len[x];
+            }
+        }
+        PyObject *t = st && bi && of && ln ? PyTuple_Pack(5, g->module, st, bi, of, ln) : NULL;
+        Py_XDECREF(st); Py_XDECREF(bi); Py_XDECREF(of); Py_XDECREF(ln);
+        if (!t || PyList_Append(list, t) < 0) { Py_XDECREF(t); Py_DECREF(list); goto done; }
+        Py_DECREF(t);
+    }
+    out = Py_BuildValue("(ON)", text ? text : Py_None, list);
+done:
+    Py_XDECREF(text);
+    for (size_t j = 0; j < ng; j++) {
+        Py_DECREF(gs[j].module);
+        free(gs[j].key); free(gs[j].bind); free(gs[j].off); free(gs[j].len);
+    }
+    free(gs);
+    PyBuffer_Release(&b);
+    return out;
+}
+
+/* bins(t0, width): MODE_COUNTED and MODE_CHAINS keep a stack's samples apart per time slice
+ * [t0 + i * width, t0 + (i + 1) * width): each aggregate's first time names its slice */
+static PyObject *Engine_bins(Engine *e, PyObject *args) {
+    unsigned long long t0, width;
+    if (!PyArg_ParseTuple(args, "KK", &t0, &width)) return NULL;
+    e->bin_t0 = t0; e->bin_width = width;
+    Py_RETURN_NONE;
 }
 
 static int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
@@ -1516,7 +1791,7 @@ static int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
     e->big_counts = PyDict_New();
     e->events = PyList_New(0);
     if (!e->comms || !e->big_counts || !e->events || map_init(&e->tasks, 1024) < 0
-            || map_init(&e->comm_of, 1024) < 0
+            || map_init(&e->comm_of, 1024) < 0 || map_init(&e->exited, 64) < 0
             || map_init(&e->cellmap, 256) < 0)
         return -1;
     return load_plan(e, plan);
@@ -1551,10 +1826,12 @@ static void Engine_dealloc(Engine *e) {
     free(e->zin); free(e->heap); free(e->run); free(e->fifo); sc_free(&e->sc); free(e->out);
     for (size_t i = 0; i < e->nagg; i++) { Py_XDECREF(e->aggs[i].comm); free(e->aggs[i].ips); }
     free(e->aggs); free(e->aslot); free(e->scratch);
+    select_free(&e->sel);
     pools_free(e);
     if (e->comm_of.s)
         for (size_t i = 0; i < e->comm_of.cap; i++) Py_XDECREF((PyObject *)e->comm_of.s[i].val);
     free(e->comm_of.s);
+    free(e->exited.s);
     Engine_clear(e);
     Py_TYPE(e)->tp_free((PyObject *)e);
 }
@@ -1564,6 +1841,10 @@ static PyMethodDef Engine_methods[] = {
      "feed(buffer, start, length, offset): frame, order, stitch the whole ordinary records; bytes taken"},
     {"foreign", (PyCFunction)Engine_foreign, METH_O, "foreign(record): a record the reader framed"},
     {"finish", (PyCFunction)Engine_finish, METH_NOARGS, "end of input: flush, give up what waits"},
+    {"bins", (PyCFunction)Engine_bins, METH_VARARGS,
+     "bins(t0, width): counted stacks kept apart per time slice of width ns from t0"},
+    {"select", (PyCFunction)Engine_select, METH_VARARGS,
+     "select(pids, tids, comms, cpus, ranges): only these samples are counted and output"},
     {"abort", (PyCFunction)Engine_finish, METH_NOARGS,
      "abort(): the reader met damage (its error is the caller's to raise): finish with what came before; "
      "a damaged record the sorter held raises its own error"},
@@ -1593,9 +1874,15 @@ static PyTypeObject EngineType = {
     .tp_methods = Engine_methods,
 };
 
+static PyMethodDef accel_functions[] = {
+    {"kallsyms_columns", kallsyms_columns, METH_O,
+     "kallsyms_columns(data): the symbols of a kallsyms text, as symbols/kallsyms.py columns()"},
+    {NULL, NULL, 0, NULL}
+};
+
 static struct PyModuleDef accel_module = {
     PyModuleDef_HEAD_INIT, "deferstitch._accel",
-    "The stitch pipeline's per-record work in C (see _accel.c).", -1, NULL
+    "The stitch pipeline's per-record work in C (see _accel.c).", -1, accel_functions
 };
 
 PyMODINIT_FUNC PyInit__accel(void) {

@@ -60,6 +60,7 @@ typedef struct ScSamp {             /* model.Sample, what the rules read and fil
     SC_COOKIE cookie;
     uint64_t time, lost_seq;        /* lost_seq: the stitcher's when the sample began to wait */
     int has_time, has_cookie, outcome, after_stack;    /* outcome: a K_ key, or SC_PENDING */
+    int unchosen;                   /* the selection left it out: stitched, neither counted nor output */
     struct ScSamp *tnext;           /* its task's queue, oldest first */
     struct ScSamp *oprev, *onext;   /* every pending sample, oldest first (eviction) */
 } ScSamp;
@@ -84,7 +85,7 @@ typedef struct {
     ScExited *ex;                   /* stitcher.exited: tasks in their grace period, a ring */
     size_t exhead, exlen, excap;
     /* report.py's counts that the rules keep (the feeds add their own) */
-    uint64_t samples, stitched, after_stack, passed, unmatched[NKEYS], deferred_records,
+    uint64_t samples, not_chosen, stitched, after_stack, passed, unmatched[NKEYS], deferred_records,
              duplicates, orphans, dropped_frames, lost_records, lost_events, max_pending_seen;
     /* the files of one recording read in turn (perfdata/recording.py Sequence): each file's
      * latest record time but the last file's, and the samples stitched across one of them */
@@ -153,6 +154,7 @@ static ScSamp *sc_take(ScStitcher *st, ScTask *t) {
 /* Stitcher._emit: s's outcome is final: counted (StitchReport.count), handed to the feed */
 static int sc_resolve(ScStitcher *st, ScSamp *s, int key) {
     s->outcome = key;
+    if (s->unchosen) return sc_emit(st->x, s);
     if (key == K_STITCHED) { st->stitched++; if (s->after_stack) st->after_stack++; }
     else if (key == K_PASSED) st->passed++;
     else st->unmatched[key]++;
@@ -168,9 +170,9 @@ static inline int sc_boundary(ScStitcher *st, uint64_t time) {
     return 0;
 }
 
-/* PerfFeed._across: a sample at or before a file's latest time whose stack is after it */
+/* PerfFeed._across: a (chosen) sample at or before a file's latest time whose stack is after it */
 static inline void sc_across(ScStitcher *st, ScSamp *s, ScStack *k) {
-    if (!st->nbounds || !s->has_time || !k->has_time) return;
+    if (!st->nbounds || s->unchosen || !s->has_time || !k->has_time) return;
     for (uint64_t i = 0; i < st->nbounds; i++)
         if (s->time <= st->bounds[i] && st->bounds[i] < k->time) { st->across++; return; }
 }
@@ -262,8 +264,13 @@ static int sc_wait(ScStitcher *st, ScTask *t, ScSamp *s) {
 
 /* Stitcher.sample: passed without a cookie; stitched when its task's stack has its cookie
  * (the entry's stack came first: "stitched_after_stack"); else it waits */
+/* Stitcher._arrived: the report's samples are the chosen ones */
+static inline void sc_arrived(ScStitcher *st, ScSamp *s) {
+    if (s->unchosen) st->not_chosen++; else st->samples++;
+}
+
 static int sc_sample(ScStitcher *st, ScSamp *s) {
-    st->samples++;
+    sc_arrived(st, s);
     if (st->exlen && sc_expire(st, s->has_time, s->time) < 0) return -1;
     if (!s->has_cookie) return sc_resolve(st, s, K_PASSED);
     ScTask *t = sc_task_get(st->x, s->tid);
@@ -277,7 +284,7 @@ static int sc_sample(ScStitcher *st, ScSamp *s) {
 
 /* Stitcher.reject: a sample that cannot even wait for a stack (inline: the trace feed has none) */
 static inline int sc_reject(ScStitcher *st, ScSamp *s, int reason) {
-    st->samples++;
+    sc_arrived(st, s);
     return sc_resolve(st, s, reason);
 }
 

@@ -20,7 +20,7 @@ import json
 import os
 import sys
 
-from . import __version__, pipeline
+from . import __version__, pipeline, selection
 from .abi import consts as C
 from .errors import DeferstitchError, FormatError, OutputError
 from .output.atomic import NamedStdout, Output, Terminated, on_sigterm, refuse_terminal
@@ -218,7 +218,7 @@ def cmd_flamegraph(args):
         return args.title or "%sFlame Graph: %s%s" % (kind, os.path.basename(args.input), guess)
     return _text_output(args, lambda f, ctx: FlameGraph(
         f, ctx, args.output, title=title(ctx.perf), width=args.width, inverted=args.inverted,
-        weight=_weight(args)))
+        weight=_weight(args), times=ctx.perf.sample_times()))
 
 
 def cmd_folded(args):
@@ -294,6 +294,7 @@ def build_parser():
             sp.add_argument("--max-pending", type=_count, default=DEFAULT_MAX_PENDING, metavar="N",
                             help="samples waiting for their stack at most (default %(default)d); "
                                  "the oldest beyond are reported as evicted")
+            selection.add_options(sp)
         sp.set_defaults(func=func, command_parser=sp)
         return sp
 

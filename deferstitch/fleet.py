@@ -22,7 +22,7 @@ import sys
 import tempfile
 from collections import Counter
 
-from . import __version__, pipeline
+from . import __version__, pipeline, selection
 from .abi import consts as C
 from .errors import DeferstitchError
 from .output.address_stacks import AddressStacks, StackNamer
@@ -90,7 +90,8 @@ def stitch_input(path, opts):
         # naming is the client's, except run-time generated code: its map file or jitdump
         # (under symfs) is the task's to read (output/address_stacks.py)
         args = argparse.Namespace(input=local, quiet=True, max_pending=opts["max_pending"],
-                                  no_symbols=True, kallsyms=None, symfs=opts["symfs"], buildid_dir=None)
+                                  no_symbols=True, kallsyms=None, symfs=opts["symfs"], buildid_dir=None,
+                                  **opts.get("select", {}))
 
         def make(_perf, ctx):
             waits = opts.get("off_cpu")     # the stacks of waits, each weighted by its ns (output/offcpu.py)
@@ -167,7 +168,9 @@ def run(args):
         raise DeferstitchError("refusing to write a gzip'd profile to a terminal: give -o FILE")
     opts = {"symbols": not args.no_symbols, "kallsyms": args.kallsyms, "symfs": args.symfs,
             "weight": args.weight, "max_pending": args.max_pending,
-            "off_cpu": args.off_cpu, "preempted": args.preempted}
+            "off_cpu": args.off_cpu, "preempted": args.preempted,
+            "select": {n: getattr(args, n) for n in selection.NAMES}}
+    selection.check(args)       # a bad list or range: one line before any input is read
     local = [p for p in paths if "://" not in p]
     with contextlib.ExitStack() as outputs:     # checked before the run, replaced when whole
         out = outputs.enter_context(Output(args.output, binary=args.format == "pprof", inputs=local))
@@ -270,6 +273,7 @@ def register(sub, symbol_options):
                          "(as folded --off-cpu)")
     sp.add_argument("--preempted", action="store_true", help="with --off-cpu: count preemptions too")
     sp.add_argument("--strict", action="store_true", help="exit 2 if any input is bad")
+    selection.add_options(sp)       # percent slices of --time: of each input's own recording
     sp.add_argument("--max-pending", type=int, default=DEFAULT_MAX_PENDING, metavar="N",
                     help="per input: samples waiting for their stack at most (default %(default)d)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")

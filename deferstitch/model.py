@@ -38,12 +38,14 @@ class Sample:
     proof that the task's previous kernel entry is over).
     The stitcher fills ``outcome``, ``reason``, ``user`` (the user frames), ``after_stack`` and
     ``stack_time`` (when that stack was written: the task was back on its way to user space);
+    a sample the front end marks ``chosen = False`` (a selection left it out) is stitched like
+    any other, but neither counted in the report nor handed to the outputs;
     for a sample that was never deferred it leaves ``user`` as the front end set it (e.g. the
     user frames of a synchronous ftrace user_stack)."""
 
     __slots__ = ("tid", "pid", "cpu", "time", "kernel", "cookie", "ref", "comm",
                  "outcome", "reason", "user", "after_stack", "lost_seq", "user_mode",
-                 "doubt", "since", "stack_time")
+                 "doubt", "since", "stack_time", "chosen")
 
     def __init__(self, tid, pid, cpu, time, kernel, cookie, ref=None, comm=None, user_mode=False):
         self.tid, self.pid, self.cpu, self.time = tid, pid, cpu, time
@@ -54,6 +56,7 @@ class Sample:
         self.user_mode = user_mode
         self.doubt = None       # task order: the stack its task wrote last, if that may be its own
         self.since = None       # task order: since when its task's records must all be there
+        self.chosen = True      # the selection's (selection.py): False, stitched but not counted
 
     def __repr__(self):
         return "Sample(tid=%s, time=%s, cookie=%s, %s%s)" % (

@@ -23,6 +23,7 @@ import re
 import sys
 import threading
 
+from . import selection
 from .abi import consts as C
 from .errors import DeferstitchError, FormatError
 from .model import NO_COOKIE
@@ -121,11 +122,12 @@ class _Producer(threading.Thread, Sink):
     """Runs our reader → stitcher over the file; hands samples over in time order (a Sink of
     the Python path: resolved and sample, the rest Sink's stubs)."""
 
-    def __init__(self, perf, ctx, max_pending):
+    def __init__(self, perf, ctx, max_pending, select=None):
         super().__init__(daemon=True)
         self.perf, self.ctx = perf, ctx
         self.q = queue.Queue(maxsize=4096)
         self.kw = {"max_pending": max_pending} if max_pending else {}
+        self.kw["select"] = select
         self.report = None
         self.error = None
 
@@ -205,7 +207,10 @@ class Plugin:
         # else one line says they are left out (Resolver.warn)
         ctx.resolver.warn = lambda line: sys.stderr.write("deferstitch: %s\n" % line)
         self.ctx = ctx
-        self.producer = _Producer(perf, ctx, self.opts["max_pending"])
+        # perf hands us only the samples its --comms/--pid/--tid/-C/--time chose: the report
+        # counts those (selection.py, perf's meaning)
+        select = selection.from_args(selection.perf_options(argv, perf_option), perf.sample_times)
+        self.producer = _Producer(perf, ctx, self.opts["max_pending"], select)
         self.producer.start()
 
     # -- matching perf's samples with ours ----------------------------------------------------

@@ -11,8 +11,11 @@ import os
 import sys
 import time
 
+from . import selection
+from .abi import consts as C
 from .errors import DeferstitchError, FormatError
 from .output import sink as S
+from .output.select import DUMMY
 from .output.sink import Sink
 from .perfdata import engine
 from .perfdata.feed import PerfFeed
@@ -75,16 +78,17 @@ def run(args, make, symbols=False, perf=None, hint=False):
     def warn(line):
         if not args.quiet:
             sys.stderr.write(line + "\n")
+    select = selection_of(args, perf)
     ctx = context(perf, args, warn) if symbols else None
     out = make(perf, ctx)
     mode = MODES.get(getattr(out, "takes", None))     # output/sink.py: None, the Python path
     why = engine.unavailable(perf) if mode is not None else "an output the engine does not feed"
     if why is None:
-        rep = _run_engine(perf, out, args, ctx, mode)
+        rep = _run_engine(perf, out, args, ctx, mode, select)
     elif os.environ.get("DEFERSTITCH_ACCEL") == "require":
         raise DeferstitchError("DEFERSTITCH_ACCEL=require, but the C engine was not used: %s" % why)
     else:
-        rep = _run_python(perf, out, args, ctx)
+        rep = _run_python(perf, out, args, ctx, select)
     if perf.auxtrace and not args.quiet:   # Intel PT & co: perf's synthesized samples are not ours
         sys.stderr.write(perf.auxtrace.warning(perf.path) + "\n")
     if hint and not args.quiet and not has_deferred(perf, rep):
@@ -106,9 +110,24 @@ MODES = {S.REPORT: engine.MODE_NONE, S.FILE: engine.MODE_FILE, S.SAMPLES: engine
          S.CHAINS: engine.MODE_CHAINS, S.OUTCOMES: engine.MODE_OUTCOMES}
 
 
-def _run_engine(perf, out, args, ctx, mode):
+def selection_of(args, perf):
+    """The samples ``args`` chooses (--comm, --pid, --tid, --cpu, --time), or None for all;
+    perf's words, one line, for a list or range perf refuses (selection.py)."""
+    select = selection.from_args(args, perf.sample_times)
+    if select is not None and select.cpus is not None:
+        for ent in perf.evlist.entries:     # builtin-script.c: perf_session__cpu_bitmap
+            if not ent.attr.sample_type & C.PERF_SAMPLE_CPU and (ent.attr.type, ent.attr.config) != DUMMY:
+                raise selection.SelectionError("%s: File does not contain CPU events. Remove -C "
+                                               "option to proceed." % perf.path)
+    return select
+
+
+def _run_engine(perf, out, args, ctx, mode, select=None):
     run = engine.EngineRun(perf, mode, args.max_pending,
-                           keep=out.writer.keep_table() if mode == engine.MODE_FILE else None)
+                           keep=out.writer.keep_table() if mode == engine.MODE_FILE else None,
+                           select=select)
+    if out.bins is not None and mode in (engine.MODE_COUNTED, engine.MODE_CHAINS):
+        run.engine.bins(*out.bins)          # the page's timeline: stacks kept apart per slice
     sink = out.writer.engine_sink() if mode == engine.MODE_FILE else None
     if sink is not None:                    # the engine writes the records to the file itself
         run.engine.sink(*sink)
@@ -177,7 +196,7 @@ def _finish_engine(run, out, mode, tick, error=None):
     return rep
 
 
-def _run_python(perf, out, args, ctx):
+def _run_python(perf, out, args, ctx, select=None):
     """reader -> feed/stitcher -> ``out``; ctx (maps, comms) and the progress line watch the input."""
     tick = _progress(perf, args.quiet)
     feed = None
@@ -193,7 +212,8 @@ def _run_python(perf, out, args, ctx):
         for w in watchers:
             w(rec)
     feed = PerfFeed(perf, out, max_pending=args.max_pending,
-                    observe=watchers[0] if len(watchers) == 1 else observe if watchers else None)
+                    observe=watchers[0] if len(watchers) == 1 else observe if watchers else None,
+                    select=select)
     try:
         feed.run()
     except FormatError:     # damaged input: what was good before it is still written

@@ -40,6 +40,8 @@ class StitchReport:
         self.source = None          # the front end that fed it: "perf", "ftrace"
         self.extra = {}             # that front end's counters (records by type, unordered, ...)
         self.error = None           # why the input stopped early (damage), None when read whole
+        self.selection = None       # the options that chose the samples counted (selection.py)
+        self.not_chosen = 0         # samples the selection left out (stitched all the same)
 
     def count(self, s):
         """Account one sample whose outcome is final."""
@@ -119,6 +121,8 @@ class StitchReport:
                                                                   key=lambda kv: (kv[0] is None, kv[0] or 0))},
             "conserved": self.conserved(),
         }
+        if self.selection is not None:      # only the chosen samples are counted above
+            out["selection"] = {"options": self.selection, "not_chosen": self.not_chosen}
         if self.source is not None:
             out[self.source] = dict(self.extra)
         return out
@@ -131,6 +135,9 @@ class StitchReport:
             setattr(r, k, d.get(k, 0))
         r.error = d.get("error")
         r.deferred_layout = d.get("deferred_layout", "cookie")
+        if "selection" in d:
+            r.selection = d["selection"].get("options")
+            r.not_chosen = d["selection"].get("not_chosen", 0)
         r.unmatched = Counter(d.get("unmatched", {}))
         r.first_unmatched = [(u["time"], u["tid"], u["cookie"], u["reason"]) for u in d.get("first_unmatched", [])]
         r.orphans = [(o["time"], o["tid"], o["cookie"]) for o in d.get("orphans", [])]
@@ -142,7 +149,7 @@ class StitchReport:
             r._by_thread[tid] = [comm or (idle_comm(tid) if tid is not None else None), Counter(v)]
         for cpu, v in d.get("by_cpu", {}).items():
             r._by_cpu[None if cpu == "None" else int(cpu)] = Counter(v)
-        known = set(cls().to_json())
+        known = set(cls().to_json()) | {"selection"}
         if "version" in d:
             r.source = next((k for k in d if k not in known), None)
             r.extra = dict(d[r.source]) if r.source else {}

@@ -137,9 +137,15 @@ class Stitcher:
         self.report.deferred_layout = "no-cookie"
 
     # -- events -------------------------------------------------------------------------------
+    def _arrived(self, s):
+        """Count a sample in: the report's samples are the chosen ones (selection.py)."""
+        if s.chosen:
+            self.report.samples += 1
+        else:
+            self.report.not_chosen += 1
+
     def sample(self, s):
-        rep = self.report
-        rep.samples += 1
+        self._arrived(s)
         if self.exited:
             self._expire(s.time)
         if self.task_order:
@@ -361,7 +367,7 @@ class Stitcher:
 
     def reject(self, s, reason):
         """Count a sample that cannot even wait for a stack (e.g. it carries no tid)."""
-        self.report.samples += 1
+        self._arrived(s)
         if self.task_order and s.tid is not None:
             self.latest[s.tid] = s      # it may have asked for the next stack: that stack's last
         self._unmatched(s, reason)
@@ -396,7 +402,8 @@ class Stitcher:
         self._emit(s)
 
     def _emit(self, s):
-        self.report.count(s)
+        if s.chosen:
+            self.report.count(s)
         self.sink(s)
 
     def _retire(self, tid, st):

@@ -6,7 +6,7 @@
   var svg = document.getElementById("flamegraph");
   if (!svg) { return; }
   var W = +svg.getAttribute("width");
-  var frames = Array.prototype.slice.call(svg.querySelectorAll("g.frame"));
+  var frames = [];
   var details = document.getElementById("fg-details");
   var matched = document.getElementById("fg-matched");
   var tip = document.getElementById("fg-tip");
@@ -14,12 +14,6 @@
   var query = document.getElementById("fg-query");
   var CHAR = 7;      /* px per character at 12px Verdana, about */
 
-  frames.forEach(function (g) {
-    g._x = +g.getAttribute("data-x");
-    g._w = +g.getAttribute("data-w");
-    g._d = +g.getAttribute("data-d");
-    g._name = g.getAttribute("data-name");
-  });
 
   function place(g, x, w) {
     var r = g.querySelector("rect"), t = g.querySelector("text");
@@ -86,14 +80,23 @@
     }
   }
 
-  frames.forEach(function (g) {
-    g.addEventListener("click", function () { zoom(g._d === 0 ? null : g); });
-    g.addEventListener("mousemove", function (ev) { show(g, ev); });
-    g.addEventListener("mouseout", function () {
-      if (details) { details.textContent = " "; }
-      if (tip) { tip.style.display = "none"; }
+  /* The frames as drawn now (timeline.js draws them anew for a range of time). */
+  function bind() {
+    frames = Array.prototype.slice.call(svg.querySelectorAll("g.frame"));
+    frames.forEach(function (g) {
+      g._x = +g.getAttribute("data-x");
+      g._w = +g.getAttribute("data-w");
+      g._d = +g.getAttribute("data-d");
+      g._name = g.getAttribute("data-name");
+      g.addEventListener("click", function () { zoom(g._d === 0 ? null : g); });
+      g.addEventListener("mousemove", function (ev) { show(g, ev); });
+      g.addEventListener("mouseout", function () {
+        if (details) { details.textContent = " "; }
+        if (tip) { tip.style.display = "none"; }
+      });
     });
-  });
+  }
+  bind();
   if (resetText) { resetText.addEventListener("click", function () { zoom(null); }); }
   var searchText = document.getElementById("fg-search");
   if (searchText) {
@@ -113,5 +116,8 @@
     if (ev.key === "Escape") { zoom(null); }
   });
   zoom(null);
-  window.deferstitchFlame = { zoom: zoom, search: search };
+  window.deferstitchFlame = {
+    zoom: zoom, search: search,
+    refresh: function () { bind(); zoom(null); if (query && query.value) { search(query.value); } }
+  };
 }());

@@ -10,6 +10,7 @@ colour, so a loss shows where it happened. flamegraph.js zooms (click), resets, 
 share matched) and shows a frame's details; it is the same script in both formats.
 """
 import html
+import json
 import os
 import zlib
 from functools import partial
@@ -24,6 +25,8 @@ WAIT_KERNEL, WAIT_USER, VIEW = "wait-kernel", "wait-user", "view"   # off-CPU ti
 FRAME_HEIGHT = 16
 MIN_WIDTH_PX = 0.1          # narrower frames are left out, as flamegraph.pl's --minwidth
 SCRIPT = os.path.join(os.path.dirname(__file__), "flamegraph.js")
+TIMELINE_SCRIPT = os.path.join(os.path.dirname(__file__), "timeline.js")
+TIMELINE_BINS = 400         # slices of the recording on the page's timeline
 
 
 class Node:
@@ -147,11 +150,67 @@ LEGEND = ((USER, "user"), (KERNEL, "kernel"), (LOST, "user stack lost"))
 WAIT_LEGEND = ((WAIT_USER, "user, off-CPU"), (WAIT_KERNEL, "kernel, off-CPU"))
 
 
-def page(tree, title="Flame Graph", width=1200, inverted=False, unit="samples", waits=False):
-    """The flame graph in an HTML page: the SVG inline, a search box, buttons and a tooltip."""
+class Timeline:
+    """The page's timeline: each stack's weight per slice of the recording, so that the page
+    draws the graph anew for a range of slices exactly as ``--time`` chooses samples.
+
+    A slice i holds the samples of times t0 + i * width ... t0 + (i + 1) * width - 1 ns (the
+    recording's first sample time t0, from the header); slices i..j are ``--time A,B`` with A
+    the first ns of i and B the last of j, so a range chosen on the page is a ``--time`` range
+    (the page's address says it: ``#time=A,B``). A sample without a time is in every range."""
+
+    def __init__(self, first, last, slices=TIMELINE_BINS):
+        self.t0 = first
+        self.width = max(1, -(-(last - first + 1) // slices))
+        self.slices = slices
+        self.stacks = {}            # frames, root first -> {slice (-1: no time): [weight, after]}
+
+    def slice(self, time):
+        if time is None:
+            return -1
+        return max(0, (time - self.t0) // self.width)
+
+    def add(self, frames, time, w, after):
+        cell = self.stacks.setdefault(tuple(frames), {}).setdefault(self.slice(time), [0, 0])
+        cell[0] += w
+        cell[1] += after
+
+    def data(self, unit):
+        """The page's JSON: the frames (name, kind, colour) once, each stack as their indexes,
+        and its [slice, weight, after, ...]."""
+        index, table, stacks, cells = {}, [], [], []
+        for frames, by_slice in sorted(self.stacks.items()):    # the same bytes on both twins
+            ids = []
+            for key in frames:
+                i = index.get(key)
+                if i is None:
+                    i = index[key] = len(table)
+                    table.append([key[0], key[1], _colour(*key)])
+                ids.append(i)
+            stacks.append(ids)
+            cells.append([v for b in sorted(by_slice) for v in (b, *by_slice[b])])
+        return {"t0": self.t0, "width": self.width, "slices": self.slices, "unit": unit,
+                "frames": table, "stacks": stacks, "cells": cells}
+
+
+def page(tree, title="Flame Graph", width=1200, inverted=False, unit="samples", waits=False,
+         timeline=None):
+    """The flame graph in an HTML page: the SVG inline, a search box, buttons and a tooltip;
+    with a ``timeline``, the samples over time above it, where a range redraws the graph."""
     esc = html.escape
     with open(SCRIPT) as f:
         script = f.read()
+    strip = ""
+    if timeline is not None:
+        with open(TIMELINE_SCRIPT) as f:
+            script += "\n" + f.read()
+        strip = ('<div id="fg-timeline-box"><svg id="fg-timeline" width="%d" height="%d" role="img" '
+                 'aria-label="samples over time: drag to choose a range"></svg>'
+                 '<div id="fg-range-controls"><span id="fg-range"></span> '
+                 '<button id="fg-range-reset" type="button">Whole recording</button> '
+                 '<label><input id="fg-per-thread" type="checkbox"> per thread</label></div></div>\n'
+                 '<script type="application/json" id="fg-data">%s</script>\n'
+                 % (width, 64, json.dumps(timeline.data(unit), separators=(",", ":")).replace("</", "<\\/")))
     legend = "".join('<span class="key"><span class="swatch" style="background:%s"></span>%s</span>'
                      % (_colour("legend", kind), text) for kind, text in LEGEND + (WAIT_LEGEND if waits else ()))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>%s</title>\n"
@@ -165,8 +224,8 @@ def page(tree, title="Flame Graph", width=1200, inverted=False, unit="samples", 
             "<div id=\"controls\"><input id=\"fg-query\" type=\"search\" placeholder=\"search (regex)\" "
             "aria-label=\"search frames\"><button id=\"fg-reset-button\" type=\"button\">Reset zoom</button>"
             "<button id=\"fg-clear\" type=\"button\">Clear search</button>%s</div>\n"
-            "%s<div id=\"fg-tip\" role=\"tooltip\"></div>\n<script>\n%s\n</script>\n</body></html>\n"
-            % (esc(title), legend, svg(tree, title, width, inverted, unit, standalone=False), script))
+            "%s%s<div id=\"fg-tip\" role=\"tooltip\"></div>\n<script>\n%s\n</script>\n</body></html>\n"
+            % (esc(title), legend, strip, svg(tree, title, width, inverted, unit, standalone=False), script))
 
 
 def amount(value, unit):
@@ -180,9 +239,13 @@ def amount(value, unit):
     return "%d ns" % value
 
 
-def write(f, tree, path, **kw):
+def is_svg(path):
+    return bool(path) and path.lower().endswith(".svg")
+
+
+def write(f, tree, path, timeline=None, **kw):
     """page() or svg() by the output's name (``.svg``: SVG, anything else HTML)."""
-    f.write(svg(tree, **kw) if path and path.lower().endswith(".svg") else page(tree, **kw))
+    f.write(svg(tree, **kw) if is_svg(path) else page(tree, timeline=timeline, **kw))
 
 
 def _named(_pid, frames, addressed=False):
@@ -211,8 +274,13 @@ class FlameGraph(CountedSink):
     takes = CHAINS
 
     def __init__(self, f, ctx, path=None, title=None, width=1200, inverted=False, weight="samples",
-                 namer=None):
+                 namer=None, times=None):
+        """``times``: the recording's (first, last) sample times: the HTML page gets a timeline."""
         self.f, self.ctx, self.path = f, ctx, path
+        self.timeline = None
+        if times and times[0] and times[1] and not is_svg(path):
+            self.timeline = Timeline(*times)
+            self.bins = (self.timeline.t0, self.timeline.width)     # the engine's slices
         self.kw = {"title": title or "Flame Graph", "width": width, "inverted": inverted,
                    "unit": weight if weight in ("period", "ns") else "samples"}
         self.weight = weight
@@ -222,13 +290,13 @@ class FlameGraph(CountedSink):
         else:
             self._names = KeyedStacks(namer, partial(_named, addressed=True), chains=True)
 
-    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, key, _first, _last, after):
+    def resolved_counted(self, pid, tid, comm, ips, period, entry, count, key, first, _last, after):
         """``count`` samples of one chain (sink.Counted, MODE_CHAINS): ``ips`` the chain as
         native u64 bytes (a tuple from the Python path), ``period`` their sum (None: the attr's
         fixed period), ``after`` how many were stitched after their stack."""
         self._add_named(self._names.get(pid, ips), self.ctx.comm_of(tid, comm), _LOST[key],
                         counted_weight(self.weight, count, period, self.ctx, entry),
-                        after)
+                        after, first)
 
     def named(self, s, weight=1):
         """A sample whose chain the namer names, its outcome final; it counts ``weight`` (1, or
@@ -236,7 +304,7 @@ class FlameGraph(CountedSink):
         self._add_named(self._names.get(s), s.comm or "<...>",
                         s.reason if s.outcome == UNMATCHED else None, weight, s.after_stack)
 
-    def _add_named(self, named, comm, reason, w, after):
+    def _add_named(self, named, comm, reason, w, after, time=None):
         frames = list(named)
         if reason:
             frames.append((lost_frame_name(reason), LOST))
@@ -249,6 +317,8 @@ class FlameGraph(CountedSink):
         frames.append((comm_name(comm), COMM))
         frames.reverse()
         self.tree.add(frames, w, after)
+        if self.timeline is not None:       # all of one aggregate lie in one slice (bins)
+            self.timeline.add(frames, time, w, after)
 
     def close(self):
-        write(self.f, self.tree, self.path, **self.kw)
+        write(self.f, self.tree, self.path, timeline=self.timeline, **self.kw)

@@ -145,13 +145,15 @@ class OffCpuFeed(Sink, Waits):
     # -- the run's calls (Sink), as the input comes ---------------------------------------------
     def arrived(self, s):
         """A sample as it comes, in time order: a switch-out opens a wait (its stack comes with
-        resolved()); any other sample of a task says it was running."""
+        resolved()); any other sample of a task says it was running. A wait is chosen by its
+        switch-out (its task, the time it began); every switch is evidence for the others."""
         ref = s.ref
         sw = self.switches.get(ref.entry.index)
         if sw is None:
             if s.tid is not None and s.time is not None:
                 self.core.seen(s.tid, s.time)
-                self.on_cpu[s.tid] += 1
+                if s.chosen:
+                    self.on_cpu[s.tid] += 1
             return
         if not ref.lead:        # a group read's other members: the same switch, once
             return
@@ -163,7 +165,10 @@ class OffCpuFeed(Sink, Waits):
         if s.time is None:
             self.unreadable += 1
             return
-        self.core.switch_out(s, state, comm)
+        if s.chosen:
+            self.core.switch_out(s, state, comm)
+        elif s.tid is not None and s.tid >= 0:    # a wait left out (selection.py): its task ran
+            self.core.seen(s.tid, s.time)
         if next_pid > 0:
             self.core.switch_in(next_pid, s.time, O.NEXT_PID)
 

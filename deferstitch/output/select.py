@@ -43,7 +43,7 @@ class EventSelect(Sink):
 
     def __init__(self, inner, entries):
         self.inner, self.entries = inner, entries
-        self.takes = inner.takes
+        self.takes, self.bins = inner.takes, inner.bins
         self.report = None
 
     def resolved(self, s):

@@ -86,6 +86,8 @@ class Sink:
     in_order = True         # takes record() and sample(): the feed holds records back for them
     view = None             # the wall-clock view: the frame the next stacks go under, below the
                             # comm ([on-cpu] or [off-cpu]: output/offcpu.py sets it), else None
+    bins = None             # (t0, width): COUNTED and CHAINS stacks kept apart per time slice
+                            # of width ns from t0 (the flame graph page's timeline), else None
 
     # -- the Python path (PerfFeed) and the trace side -------------------------------------------
     def arrived(self, s):

@@ -79,6 +79,9 @@ def render(rep, title=None):
         if held is not None:
             parts.append("held back for want of proof that no record was lost: %d (%s)" % (
                 sum(held.values()), ", ".join("%s %d" % kv for kv in held.items()) or "none"))
+    if rep.selection is not None:
+        parts.append("chosen by %s: %d samples (%d left out; every sample was stitched, the counts "
+                     "below are of the chosen)" % (rep.selection, rep.samples, rep.not_chosen))
     if rep.error is not None:
         parts.append("INCOMPLETE: the input stopped at %s; the counts are for what was read "
                      "before it" % rep.error)

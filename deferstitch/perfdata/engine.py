@@ -90,15 +90,20 @@ class EngineRun:
     """One pass of the engine over ``perf``: ``chunks()`` yields its output as it comes,
     ``report()`` gives the StitchReport after the last chunk."""
 
-    def __init__(self, perf, mode, max_pending, window=None, keep=None):
-        """``keep``: 65536 flags, which record types a MODE_FILE output writes (keep_table)."""
-        self.perf = perf
+    def __init__(self, perf, mode, max_pending, window=None, keep=None, select=None):
+        """``keep``: 65536 flags, which record types a MODE_FILE output writes (keep_table);
+        ``select``: a selection.Selection, the samples counted and output."""
+        self.perf, self.select = perf, select
         flags = keep if keep is not None else b"\1" * 65536
         note, decompress, dec = _callbacks(perf)     # closures, not bound methods: no cycle to collect
         self.engine = _accel.Engine(plan(perf.evlist), mode, flags, note, decompress, dec, Record,
                                     FormatError, max_pending,
                                     window if window is not None else max(5 * max_pending, 1024),
                                     DEFAULT_EXIT_GRACE, getattr(perf, "max_queued", DEFAULT_MAX_QUEUED))
+        if select is not None:
+            lists = [None if v is None else sorted(v) for v in (select.pids, select.tids)]
+            self.engine.select(*lists, select.comms, None if select.cpus is None else sorted(select.cpus),
+                               select.ranges)
         self.dropped = {}
         self.truncated = (0, 0)           # MODE_FILE: stitched samples cut to fit, frames cut
         self.offset = perf.data_start     # how far the input has been read (progress)
@@ -177,6 +182,8 @@ class EngineRun:
             r.extra["stitched_across_files"] = st["stitched_across_files"]
         for k in CORE_COUNTS:
             setattr(r, k, st[k])
+        if self.select is not None:
+            r.selection, r.not_chosen = self.select.text, st["not_chosen"]
         r.first_unmatched = [(t, tid, c, KEYS[k]) for t, tid, c, k in st["first_unmatched"]]
         r.orphans = list(st["orphans"])
         cells, comms = [], {}

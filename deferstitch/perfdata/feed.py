@@ -180,8 +180,10 @@ class PerfFeed:
     the first deferred chain or CALLCHAIN_DEFERRED record; without cookies the stitcher matches
     by task order. A record of the other layout afterwards is damage."""
 
-    def __init__(self, perf, out, max_pending=DEFAULT_MAX_PENDING, window=None, observe=None):
+    def __init__(self, perf, out, max_pending=DEFAULT_MAX_PENDING, window=None, observe=None,
+                 select=None):
         self.perf, self.out = perf, out
+        self.select = select       # a selection.Selection: which samples are counted and handed on
         self.observe = observe     # sees every record as it arrives, in time order (maps, comms)
         self.on_resolved = getattr(out, "resolved", None)
         self.on_arrived = getattr(out, "arrived", None)
@@ -190,9 +192,12 @@ class PerfFeed:
         self.stitcher = Stitcher(self._resolved, max_pending)
         self.report = self.stitcher.report
         self.report.source = "perf"
+        if select is not None:
+            self.report.selection = select.text
         self.window = window if window is not None else max(5 * max_pending, 1024)
         self.fifo = deque()        # (record or Sample) in time order, waiting for the head
         self.comms = {}            # tid -> comm
+        self.exited = set()        # tids whose EXIT came (perf forgets the thread: its comm too)
         self.read_last = {}        # id or (id, tid) -> its last PERF_SAMPLE_READ value
         self.order_stats = OrderStats()
         self.record_counts = {}
@@ -240,15 +245,19 @@ class PerfFeed:
                     if t == C.PERF_RECORD_COMM:
                         c = R.parse_comm(rec.data, perf.endian, self._body_end(rec), rec.misc)
                         self.comms[c.tid] = c.comm
+                        self.exited.discard(c.tid)
                     elif t == C.PERF_RECORD_EXIT:
                         task = R.parse_task(rec.data, perf.endian)
                         self._push(rec)
+                        if self.select is not None and self.select.comms is not None:
+                            self.exited.add(task.tid)
                         st.exit(task.tid, task.time)
                         self._drain()
                         continue
                     elif t == C.PERF_RECORD_FORK:
                         task = R.parse_task(rec.data, perf.endian)
                         st.reuse(task.tid, task.time)
+                        self.exited.discard(task.tid)
                         if task.ptid in self.comms:        # a new thread starts with its parent's comm
                             self.comms[task.tid] = self.comms[task.ptid]
                     elif t == C.PERF_RECORD_LOST:
@@ -317,6 +326,9 @@ class PerfFeed:
                              user_mode))
 
     def _one(self, s):
+        if self.select is not None:      # a thread after its EXIT is a new one to perf: ":TID"
+            s.chosen = self.select.admits(s.pid, s.tid, None if s.tid in self.exited else s.comm,
+                                          s.cpu, s.time)
         if self.on_arrived is not None:
             self.on_arrived(s)
         if self.in_order:
@@ -402,9 +414,9 @@ class PerfFeed:
     def _resolved(self, s):
         """Called the moment a sample's outcome is known: names taken now see the maps as they
         were when its user stack was taken, as perf's own merge does."""
-        if self.boundaries is not None and s.outcome == STITCHED:
+        if self.boundaries is not None and s.outcome == STITCHED and s.chosen:
             self._across(s)
-        if self.on_resolved is not None:
+        if self.on_resolved is not None and s.chosen:
             self.on_resolved(s)
 
     def _across(self, s):
@@ -436,7 +448,8 @@ class PerfFeed:
                 if head.outcome is None:
                     return
                 fifo.popleft()
-                out.sample(head)
+                if head.chosen:
+                    out.sample(head)
             else:
                 fifo.popleft()
                 out.record(head)

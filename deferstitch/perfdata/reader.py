@@ -347,6 +347,14 @@ class PerfData:
             except (struct.error, ValueError):
                 pass    # the names are a nicety; the attrs section is authoritative
 
+    def sample_times(self):
+        """The recording's first and last sample time, as perf record writes them
+        (HEADER_SAMPLE_TIME), or (None, None)."""
+        raw = self.features.get(C.FEATURE_IDS["SAMPLE_TIME"])
+        if raw is None or len(raw) < 16:
+            return None, None
+        return struct.unpack_from(self.endian + "QQ", raw)
+
     def feature(self, bit):
         """A decoded feature (see features.decode), or None."""
         raw = self.features.get(bit)

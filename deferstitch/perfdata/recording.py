@@ -188,6 +188,9 @@ class Recording:
     def feature(self, bit):
         return PerfData.feature(self, bit)
 
+    def sample_times(self):
+        return PerfData.sample_times(self)      # of this recording's features
+
     def records(self):
         """Every part's records, one part after the other, as they are: the feed's one sorter
         puts them in time order (a --threads directory's streams have no FINISHED_ROUND: it

@@ -22,7 +22,6 @@ Bounded: only the units asked for are read, and only the last ones' indexes are 
 C twin: a budget of bytes; here a budget of functions); DIEs are read one at a time, not kept.
 """
 import bisect
-import inspect
 import os
 import struct
 from collections import OrderedDict
@@ -79,6 +78,7 @@ class PyReader:
     """path / names / language of the module docstring, through pyelftools."""
 
     def __init__(self, sections):
+        import inspect     # here: 6 ms of every command's start-up otherwise
         from elftools.dwarf.dwarfinfo import DebugSectionDescriptor, DWARFInfo, DwarfConfig
         given = {}
         for name, buf in sections.sections.items():

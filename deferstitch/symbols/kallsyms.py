@@ -6,48 +6,108 @@ shifted by the difference between its ``_text`` and the ``_text`` the recording 
 of the kernel MMAP "[kernel.kallsyms]_text").
 """
 import os
+import re
 import sys
+from array import array
 
 from .elf import note_build_id
-from .table import GLOBAL, LOCAL, WEAK, SymbolTable
+from .table import GLOBAL, LOCAL, STT_FUNC, WEAK, SymbolTable
 
 KERNEL_NOTES = "/sys/kernel/notes"
 KALLSYMS_DSO = "[kernel.kallsyms]"
+_HEX = re.compile(rb"[0-9a-fA-F]{1,16}").fullmatch
+_KEPT = frozenset(b"TWDBtwdb")
+_BIND = {ord("W"): WEAK, ord("w"): WEAK, **{c: GLOBAL for c in b"TDB"}, **{c: LOCAL for c in b"tdb"}}
+
+
+def columns(data):
+    """The symbols of a kallsyms text (bytes): (the address of ``_text`` or None, [(module or
+    None, starts, binds, names)]), each group sorted by start (stably: equal starts keep the
+    file's order), the kernel's and each module's in the order they first appear.
+
+    A line is "ADDR TYPE NAME [\t[MODULE]]" split on ASCII white space; ADDR 1 to 16 hex
+    digits, else the line is passed over; perf keeps the types T, W, D, B in either case
+    (symbol_type__filter), W/w weak, upper case global. _accel.kallsyms_columns is the C twin
+    (tests/test_kallsyms.py): the same rules, the names left in the text until asked."""
+    text, groups = None, {}
+    for line in data.split(b"\n"):
+        parts = line.split()
+        if len(parts) < 3 or not _HEX(parts[0]):
+            continue
+        addr, typ, name = int(parts[0], 16), parts[1], parts[2]
+        if text is None and name == b"_text":
+            text = addr
+        if len(typ) != 1 or typ[0] not in _KEPT:
+            continue
+        module = parts[3].strip(b"[]").decode("utf-8", "replace") \
+            if len(parts) > 3 and parts[3][:1] == b"[" else None
+        g = groups.get(module)
+        if g is None:
+            g = groups[module] = ([], [], [])
+        g[0].append(addr)
+        g[1].append(_BIND[typ[0]])
+        g[2].append(name.decode("utf-8", "replace"))
+    out = []
+    for module, (starts, binds, names) in groups.items():
+        order = sorted(range(len(starts)), key=starts.__getitem__)
+        out.append((module, [starts[i] for i in order], bytes(binds[i] for i in order),
+                    [names[i] for i in order]))
+    return text, out
+
+
+class _Names:
+    """The names of one group of the C twin's columns, decoded from the text when asked."""
+    __slots__ = ("data", "offs", "lens")
+
+    def __init__(self, data, offs, lens):
+        self.data, self.offs, self.lens = data, offs, lens
+
+    def __len__(self):
+        return len(self.offs)
+
+    def __getitem__(self, i):
+        o = self.offs[i]
+        return self.data[o:o + self.lens[i]].decode("utf-8", "replace")
+
+
+def _c_columns(data):
+    """columns() by the C twin, or None where it is not built or DEFERSTITCH_ACCEL=0."""
+    if os.environ.get("DEFERSTITCH_ACCEL") == "0":
+        return None
+    try:
+        from .. import _accel
+    except ImportError:
+        return None
+    text, groups = _accel.kallsyms_columns(data)
+    out = []
+    for module, starts, binds, offs, lens in groups:
+        out.append((module, array("Q", starts), binds,
+                    _Names(data, array("I", offs), array("I", lens))))
+    return text, out
 
 
 class Kallsyms:
     def __init__(self, path):
-        kernel, modules = [], {}
-        self.text = None
         opener = open
         if str(path).endswith(".xz"):
             import lzma
             opener = lzma.open
-        with opener(path, "rt", errors="replace") as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) < 3:
-                    continue
-                try:
-                    addr = int(parts[0], 16)
-                except ValueError:
-                    continue
-                typ, name = parts[1], parts[2]
-                if name == "_text" and self.text is None:
-                    self.text = addr
-                if typ.upper() not in "TWDB":
-                    continue
-                bind = WEAK if typ in "Ww" else GLOBAL if typ.isupper() else LOCAL
-                sym = (addr, addr, bind, name)
-                if len(parts) > 3 and parts[3].startswith("["):
-                    modules.setdefault(parts[3].strip("[]"), []).append(sym)
-                else:
-                    kernel.append(sym)
+        with opener(path, "rb") as f:
+            data = f.read()
+        text, groups = _c_columns(data) or columns(data)
+        self.text = text
         self.path = path
-        self._raw_kernel, self._raw_modules = kernel, modules
         self.delta = 0
-        self.kernel = SymbolTable(kernel)
-        self.modules = {m: SymbolTable(s) for m, s in modules.items()}
+        self.kernel = SymbolTable()
+        self.modules = {}
+        for module, starts, binds, names in groups:
+            n = len(starts)
+            table = SymbolTable.from_columns(starts, bytes(n), binds, bytes((STT_FUNC,)) * n, names,
+                                             presorted=True)
+            if module is None:
+                self.kernel = table
+            else:
+                self.modules[module] = table
 
     def relocate(self, recorded_text):
         """Shift every symbol so that our _text lands on the recorded one."""

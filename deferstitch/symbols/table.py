@@ -70,26 +70,27 @@ class SymbolTable:
     """Symbols (start, end, binding, name[, type]); ``find(addr)`` -> (name, addr - start) or
     None. ``names`` may be any sequence (ElfSymbols hands a lazy one: names decoded on use)."""
 
-    def __init__(self, symbols=(), columns=None):
+    def __init__(self, symbols=(), columns=None, presorted=False):
         if columns is None:
             symbols = list(symbols)
             columns = ([s[0] for s in symbols], [s[1] - s[0] for s in symbols],
                        [s[2] for s in symbols], [s[4] if len(s) > 4 else STT_FUNC for s in symbols],
                        [s[3] for s in symbols])
-        self._build(*columns)
+        self._build(*columns, presorted=presorted)
 
     @classmethod
-    def from_columns(cls, starts, sizes, binds, types, names):
-        """The same table from parallel sequences in file order (size 0: none given)."""
-        return cls(columns=(starts, sizes, binds, types, names))
+    def from_columns(cls, starts, sizes, binds, types, names, presorted=False):
+        """The same table from parallel sequences in file order (size 0: none given);
+        ``presorted``: the starts are in order already (kallsyms.columns)."""
+        return cls(columns=(starts, sizes, binds, types, names), presorted=presorted)
 
-    def _build(self, start, size, bind, typ, names):
+    def _build(self, start, size, bind, typ, names, presorted=False):
         """Only the starts are sorted (with each one's file index, X); a symbol's end is worked
         out when asked (_end: symbols__fixup_end's rule, from the next start), so a million
         symbols cost one sort, a permutation and two comparisons of neighbours."""
         n = len(start)
-        order = sorted(range(n), key=start.__getitem__)     # stable: equal starts keep file order
-        if all(map(eq, order, range(n))):
+        order = range(n) if presorted else sorted(range(n), key=start.__getitem__)   # stable
+        if presorted or all(map(eq, order, range(n))):
             S, X = start, range(n)
         else:
             S, X = (list(itemgetter(*order)(start)) if n > 1 else [start[order[0]]]), order

@@ -21,6 +21,7 @@ import argparse
 import json
 import sys
 
+from .. import selection
 from ..errors import DeferstitchError
 from ..output.atomic import Output, refuse_terminal
 from ..output.flamegraph import FlameGraph
@@ -76,6 +77,7 @@ def cmd_trace(args):
     except DeferstitchError as err:         # a usage error: the usage and the hint to --help
         args.trace_parser.error(str(err))
     check_options(args, cmd, args.trace_parser)
+    args.select = selection.from_args(args, lambda: _no_sample_times(path))
     if cmd == "report":
         title = "%s: deferred user stack stitching (ftrace)" % path
         if args.html:
@@ -116,6 +118,12 @@ def cmd_trace(args):
     return 0
 
 
+def _no_sample_times(path):
+    raise selection.SelectionError("%s: a trace.dat records no first and last sample time, which "
+                                   "percent slices of --time are measured from: give seconds "
+                                   "(START,STOP)" % path)
+
+
 def _write(cmd, trace, path, args, f):
     """script, folded or flamegraph of ``trace`` into ``f``; the error that stopped the feed at
     damage, else None. --off-cpu: each wait of a sched_switch weighted by its ns (offcpu.py)."""
@@ -132,7 +140,8 @@ def _write(cmd, trace, path, args, f):
     if args.off_cpu:
         from .offcpu import TraceOffCpu
         out = TraceOffCpu(out, trace, args.preempted)
-    feed = engine.feed(trace, sample=out.named, max_pending=args.max_pending, python=args.off_cpu)
+    feed = engine.feed(trace, sample=out.named, max_pending=args.max_pending, python=args.off_cpu,
+                       select=args.select, evidence=args.off_cpu)
     namer.recorded = feed.paths
     err = _feed(feed, trace, quiet=args.quiet)
     out.close()
@@ -179,9 +188,9 @@ def _report(path, args, timeline=None):
                 namer.user(where, off, n)
 
         def sample(s):
-            if timeline is not None:
+            if timeline is not None and s.chosen:
                 timeline.add(s.time, s.cpu, s.tid, s.comm, s.outcome if s.reason is None else s.reason)
-            if waits is not None:
+            if waits is not None:       # every sample: a switch left out still ends others' waits
                 waits.named(s)
 
         def watched():
@@ -193,7 +202,8 @@ def _report(path, args, timeline=None):
         # --off-cpu: the waits from each sample's record (the Python feed's)
         python = timeline is not None or waits is not None
         feed = engine.feed(trace, stitched=stitched, sample=sample if python else None,
-                           max_pending=args.max_pending, python=python)
+                           max_pending=args.max_pending, python=python, select=args.select,
+                           evidence=waits is not None)
         namer.recorded = feed.paths
         _feed(feed, trace, watched() if timeline is not None else None, quiet=args.quiet)
         if waits is not None:
@@ -264,6 +274,7 @@ OPTIONS = [
     (("--max-stack",), dict(type=int, default=127, help="frames per event (default %(default)d)"),
      ("script",)),
 ]
+OPTIONS += [(flags, kw, COMMANDS) for flags, kw in selection.OPTIONS]     # perf's selection
 ABOUT = {
     "report": "what was stitched, what not, and why, for a trace.dat",
     "script": "stitched events in perf script's layout: kernel frames, then path+offset",
@@ -311,7 +322,7 @@ def check_options(args, cmd, parser):
             parser.print_help()
         parser.exit(0)
     for flags, kw, cmds in OPTIONS:
-        dest = flags[-1].lstrip("-").replace("-", "_")
+        dest = kw.get("dest") or flags[-1].lstrip("-").replace("-", "_")
         if cmd not in cmds and getattr(args, dest) != kw.get("default", False if
                                                              kw.get("action") == "store_true" else None):
             command_parser(cmd, type(parser)).error("%s is not an option of trace %s" % (flags[-1], cmd))

@@ -74,11 +74,13 @@ def usable(trace):
 
 
 def feed(trace, resolved=None, sample=None, stitched=None, max_pending=DEFAULT_MAX_PENDING,
-         exit_grace=DEFAULT_EXIT_GRACE, python=False):
+         exit_grace=DEFAULT_EXIT_GRACE, python=False, select=None, evidence=False):
     """The feed of ``trace``: ``sample(s)`` in time order, ``stitched(frames, n)`` for n
     stitched samples given those user frames (as they are resolved), as reader.FtraceFeed's
-    ``sample`` and ``resolved``. ``resolved`` (a Sample each) and ``python``: the Python feed."""
-    why = unavailable(trace) if resolved is None and not python else "a command it does not feed"
+    ``sample`` and ``resolved``. ``resolved`` (a Sample each) and ``python``: the Python feed;
+    ``select`` (a selection.Selection; the Python feed) and ``evidence`` as FtraceFeed's."""
+    why = (unavailable(trace) if resolved is None and not python and select is None
+           else "a command it does not feed")
     if why is None:
         return EngineFeed(trace, sample, stitched, max_pending, exit_grace)
     if os.environ.get("DEFERSTITCH_ACCEL") == "require":
@@ -92,7 +94,8 @@ def feed(trace, resolved=None, sample=None, stitched=None, max_pending=DEFAULT_M
             if inner is not None:
                 inner(s)
     return reader.FtraceFeed(resolved=resolved, sample=sample, max_pending=max_pending,
-                             exit_grace=exit_grace, **trace.feed_args())
+                             exit_grace=exit_grace, select=select, evidence=evidence,
+                             **trace.feed_args())
 
 
 def _spec(f):

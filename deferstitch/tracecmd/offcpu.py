@@ -73,14 +73,18 @@ class TraceOffCpu(Waits):
         if sw is None:
             if s.tid is not None and s.time is not None:
                 self.core.seen(s.tid, s.time)
-                self.on_cpu[s.tid] += 1
+                if s.chosen:
+                    self.on_cpu[s.tid] += 1
             return
         try:
             comm, _prev_pid, state, next_pid = sw.fields(ref.data)
         except ValueError:
             self.unreadable += 1
             return
-        self.core.switch_out(s, state, comm)
+        if s.chosen:                    # a wait is chosen by its switch-out (selection.py)
+            self.core.switch_out(s, state, comm)
+        elif s.tid is not None and s.tid >= 0 and s.time is not None:
+            self.core.seen(s.tid, s.time)
         if next_pid > 0:
             self.core.switch_in(next_pid, s.time, O.NEXT_PID)
 

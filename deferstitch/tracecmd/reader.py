@@ -146,10 +146,16 @@ class FtraceFeed:
     ``buffers``: the file's buffer names (bridge.Trace.feed_args gives all three)."""
 
     def __init__(self, resolved=None, sample=None, stack=None, max_pending=DEFAULT_MAX_PENDING,
-                 exit_grace=DEFAULT_EXIT_GRACE, long_size=8, peek=None, cpus=0, buffers=()):
+                 exit_grace=DEFAULT_EXIT_GRACE, long_size=8, peek=None, cpus=0, buffers=(),
+                 select=None, evidence=False):
+        """``select`` (selection.Selection): the samples counted and handed on; ``evidence``:
+        ``sample()`` gets the others too (``chosen`` False: off-CPU's switches)."""
         self.on_resolved, self.on_sample, self.on_stack = resolved, sample, stack
+        self.select, self.evidence = select, evidence
         self.report = StitchReport()
         self.report.source = "ftrace"
+        if select is not None:
+            self.report.selection = select.text
         self._stitcher_args = {"max_pending": max_pending, "exit_grace": exit_grace,
                                "report": self.report}
         self.stitchers = {}         # buffer -> its _BufferStitcher
@@ -353,6 +359,8 @@ class FtraceFeed:
                    p.kernel or (), p.cookie, ev, ev.comm)
         if p.user_stack is not None and p.cookie is None:
             s.user = p.user_stack
+        if self.select is not None:
+            s.chosen = self.select.admits(s.pid, s.tid, s.comm, s.cpu, s.time)
         if s.cookie is not None:
             self._entry(buf, s)
         self.seq += 1
@@ -449,10 +457,11 @@ class FtraceFeed:
 
     # -- outputs ------------------------------------------------------------------------------
     def _resolved(self, s):
-        self.buffers[getattr(s.ref, "buffer", TOP)].count(s)
+        if s.chosen:
+            self.buffers[getattr(s.ref, "buffer", TOP)].count(s)
         if self.served is not None and s.outcome == "stitched":
             self.served.append(s)
-        if self.on_resolved is not None:
+        if self.on_resolved is not None and s.chosen:
             self.on_resolved(s)
 
     def _drain(self):
@@ -467,7 +476,7 @@ class FtraceFeed:
             s = fifo[i][2]
             if s.outcome is None or (oldest_open is not None and oldest_open < s.time):
                 break
-            if self.on_sample is not None:
+            if self.on_sample is not None and (s.chosen or self.evidence):
                 self.on_sample(s)
             fifo[i] = None
             i += 1
