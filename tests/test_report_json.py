@@ -35,7 +35,7 @@ def test_perf_report_shape_is_documented():
     d = perf_report()
     rows = documented()
     assert list(d)[:3] == ["version", "complete", "error"] and d["version"] == VERSION
-    assert set(d) == set(rows) - {"ftrace", "off_cpu"}, "undocumented or missing top-level keys"
+    assert set(d) == set(rows) - {"ftrace", "off_cpu", "selection"}, "undocumented or missing top-level keys"
     for key in d["perf"]:
         assert "`%s`" % key in rows["perf"], "perf.%s is not documented" % key
     assert d["complete"] is True and d["error"] is None
@@ -76,3 +76,13 @@ def test_reports_stored_before_version_1_are_read():
     flat.update(d["perf"])                  # how stitch stored it before: perf's counters on top
     assert StitchReport.from_json(flat).to_json() == d
     assert StitchReport.from_json(d).to_json() == d
+
+
+def test_selection_shape_is_documented():
+    """--comm, --pid, --tid, --cpu, --time add ``selection``: its keys documented."""
+    path, _ = capture("syswide")
+    d = json.loads(run_cli("report", path, "--json", "--cpu", "0").stdout)
+    rows = documented()
+    assert set(d) == set(rows) - {"ftrace", "off_cpu"}
+    assert set(d["selection"]) == {"options", "not_chosen"}
+    assert all("`%s`" % k in rows["selection"] for k in d["selection"])
