@@ -3,7 +3,7 @@ sequence.
 
     open_input(["perf.data"])                    one file (or -): a PerfData, today's answer
     open_input(["threads.data"])                 a --threads directory: its header file `data`
-                                                 and every `data.N`, merged in time order
+                                                 and every `data.N`, sorted as one
     open_input(["sw.data.2026...", ...])         a --switch-output sequence (several files, a
     open_input(["swdir"]), (["sw.data.*"])       directory or a glob of them): one recording,
                                                  each file's records after the last's
@@ -229,6 +229,7 @@ class ThreadsDir(Recording):
         self.features = {b: v for b, v in base.features.items() if b != HEADER_DIR_FORMAT}
         self.max_queued = DEFAULT_MAX_QUEUED * len(streams or [base])   # each stream's share
 
+
 class Sequence(Recording):
     """A `--switch-output` sequence: whole perf.data files of one recording, in order."""
 
@@ -236,14 +237,13 @@ class Sequence(Recording):
         parts = []
         try:
             for f in files:
-                p = _one_file(f)
-                if p.pipe:
+                parts.append(_one_file(f))
+                if parts[-1].pipe:
                     raise FormatError(f, None, "a pipe-mode perf.data cannot be part of a "
                                       "sequence (perf record --switch-output writes files)")
-                if parts and _events(p) != _events(parts[0]):
+                if _events(parts[-1]) != _events(parts[0]):
                     raise FormatError(f, None, "not of the same recording as %s: its events "
                                       "(attrs and ids) differ" % parts[0].path)
-                parts.append(p)
         except BaseException:
             for p in parts:
                 p.close()
