@@ -222,6 +222,8 @@ def test_a_file_of_another_recording_is_refused():
     assert r.returncode == 2
     lines = r.stderr.decode().splitlines()
     assert len(lines) == 1 and "not of the same recording" in lines[0], lines
+    r = run_cli("report", SEQUENCE[0], CAPTURES / "pipe" / "pipe.data")
+    assert r.returncode == 2 and b"a pipe-mode perf.data cannot be part" in r.stderr, r.stderr
 
 
 def test_an_output_onto_one_of_the_files_is_refused(threads_dir):
