@@ -1489,6 +1489,12 @@ static PyObject *Engine_progress(Engine *e, PyObject *noarg) {
 }
 
 /* leftover(): (bytes of a record cut at the end of the compressed stream, container offset) */
+/* recording.py Sequence.records: the next file starts; its boundary, the latest time read */
+static PyObject *Engine_boundary(Engine *e, PyObject *noarg) {
+    if (sc_boundary(&e->sc, e->max_time) < 0) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
 static PyObject *Engine_leftover(Engine *e, PyObject *noarg) {
     return Py_BuildValue("(nK)", (Py_ssize_t)e->zin_len, (unsigned long long)e->zoffset);
 }
@@ -1538,7 +1544,7 @@ static PyObject *Engine_state(Engine *e, PyObject *noarg) {
     PyObject *unm = PyTuple_New(NKEYS);
     for (int k = 0; unm && k < NKEYS; k++) PyTuple_SET_ITEM(unm, k, PyLong_FromUnsignedLongLong(e->sc.unmatched[k]));
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:O,s:O}",
+        "{s:K,s:K,s:K,s:K,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:O,s:O,s:K}",
         "samples", e->sc.samples, "not_chosen", e->sc.not_chosen, "stitched", e->sc.stitched, "stitched_after_stack", e->sc.after_stack,
         "passed", e->sc.passed, "unmatched", unm, "deferred_records", e->sc.deferred_records,
         "duplicate_deferred", e->sc.duplicates, "orphan_deferred", e->sc.orphans,
@@ -1551,7 +1557,7 @@ static PyObject *Engine_state(Engine *e, PyObject *noarg) {
         "forced_flushes", e->forced_flushes, "rounds", e->rounds,
         "deferred_without_tid", e->deferred_without_tid, "rewritten", e->rewritten,
         "truncated", e->truncated, "truncated_frames", e->truncated_frames,
-        "comms", e->comms, "big_counts", e->big_counts);
+        "comms", e->comms, "big_counts", e->big_counts, "stitched_across_files", e->sc.across);
 }
 
 /* a sequence of ints as an int64 array: 0, or -1 with the error set */
@@ -1848,6 +1854,8 @@ static PyMethodDef Engine_methods[] = {
      "sink(fd, error): MODE_FILE writes its records to fd itself; output() gives None or foreign records"},
     {"sunk", (PyCFunction)Engine_sunk, METH_NOARGS, "bytes written to the sink so far"},
     {"leftover", (PyCFunction)Engine_leftover, METH_NOARGS, "(bytes of a cut compressed record, offset)"},
+    {"boundary", (PyCFunction)Engine_boundary, METH_NOARGS,
+     "the next file of a sequence starts (its boundary: the latest record time read so far)"},
     {"state", (PyCFunction)Engine_state, METH_NOARGS, "the counts, for a StitchReport"},
     {NULL}
 };

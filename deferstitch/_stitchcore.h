@@ -87,6 +87,9 @@ typedef struct {
     /* report.py's counts that the rules keep (the feeds add their own) */
     uint64_t samples, not_chosen, stitched, after_stack, passed, unmatched[NKEYS], deferred_records,
              duplicates, orphans, dropped_frames, lost_records, lost_events, max_pending_seen;
+    /* the files of one recording read in turn (perfdata/recording.py Sequence): each file's
+     * latest record time but the last file's, and the samples stitched across one of them */
+    uint64_t *bounds, nbounds, across;
 } ScStitcher;
 
 static ScTask *sc_task_get(SC_CTX *x, SC_TID tid);
@@ -107,6 +110,9 @@ static void sc_init(ScStitcher *st, SC_CTX *x, uint64_t max_pending, uint64_t ex
 
 /* What the stitcher holds itself (the tasks and stacks are the feed's to free). */
 static void sc_free(ScStitcher *st) {
+    PyMem_Free(st->bounds);
+    st->bounds = NULL;
+    st->nbounds = 0;
     PyMem_Free(st->ex);
     st->ex = NULL;
     st->exhead = st->exlen = st->excap = 0;
@@ -155,7 +161,24 @@ static int sc_resolve(ScStitcher *st, ScSamp *s, int key) {
     return sc_emit(st->x, s);
 }
 
+/* A file boundary: the next file of a sequence starts; ``time`` is the latest of the last. */
+static inline int sc_boundary(ScStitcher *st, uint64_t time) {
+    uint64_t *b = PyMem_Realloc(st->bounds, (st->nbounds + 1) * sizeof *b);
+    if (!b) return -1;
+    st->bounds = b;
+    b[st->nbounds++] = time;
+    return 0;
+}
+
+/* PerfFeed._across: a (chosen) sample at or before a file's latest time whose stack is after it */
+static inline void sc_across(ScStitcher *st, ScSamp *s, ScStack *k) {
+    if (!st->nbounds || s->unchosen || !s->has_time || !k->has_time) return;
+    for (uint64_t i = 0; i < st->nbounds; i++)
+        if (s->time <= st->bounds[i] && st->bounds[i] < k->time) { st->across++; return; }
+}
+
 static int sc_stitch(ScStitcher *st, ScSamp *s, ScStack *k) {
+    sc_across(st, s, k);
     k->served++;
     sc_attach(st->x, s, k);
     return sc_resolve(st, s, K_STITCHED);

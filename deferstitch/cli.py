@@ -32,7 +32,7 @@ from .output.offcpu import OffCpuFeed
 from .output.perf_script import PerfScript
 from .output.stitched_file import StitchedFile
 from .output.tables import render, table
-from .perfdata.reader import PerfData
+from .perfdata.recording import input_files, open_input
 from .perfdata.writer import PIPE_ONLY
 from .stitcher import DEFAULT_MAX_PENDING
 from .symbols.perf_context import MAP_TYPES
@@ -41,7 +41,7 @@ from .fleet import register as register_fleet
 
 
 def cmd_info(args):
-    perf = PerfData.open(args.input)
+    perf = open_input(args.inputs)
     counts = {}
     error = None
     dsos = None if args.no_symbols else DsoTable(perf, args.symfs, args.buildid_dir, args.kallsyms)
@@ -104,12 +104,12 @@ def cmd_info(args):
 
 
 def cmd_stitch(args):
-    perf = PerfData.open(args.input)        # a bad input says so before any output exists
+    perf = open_input(args.inputs)          # a bad input says so before any output exists
     refuse_terminal(args.output, "a perf.data")
     made = []
     err = None
     # an UnsupportedError (nothing usable written) leaves the old output as it was
-    with Output(args.output, binary=True, seekable=True, inputs=[args.input]) as f:
+    with Output(args.output, binary=True, seekable=True, inputs=input_files(perf)) as f:
 
         def make(perf, _ctx):
             made.append(StitchedFile(f, perf, compat=not args.native, keep_report=not args.no_report))
@@ -137,7 +137,7 @@ def cmd_report(args):
     made = []
     err = None
     with contextlib.ExitStack() as outputs:         # --html: replaced only when whole
-        page = outputs.enter_context(Output(args.html, inputs=[args.input])) if args.html else None
+        page = outputs.enter_context(Output(args.html, inputs=args.inputs)) if args.html else None
 
         def make(perf, _ctx):
             if page is None:
@@ -173,7 +173,7 @@ def _text_output(args, make, binary=False, write=True):
     replaces ``-o`` only when whole (output/atomic.py). With --off-cpu or --wall-clock the
     output is fed waits (output/offcpu.py), with --event one event's samples (output/select.py).
     ``write=False``: no file, ``make(None, ctx)`` keeps what it counts (diff's sides)."""
-    perf = PerfData.open(args.input)        # a bad input says so before any output exists
+    perf = open_input(args.inputs)          # a bad input says so before any output exists
     waits = getattr(args, "off_cpu", False) or getattr(args, "wall_clock", False)
     choose = plan = None
     if waits:
@@ -191,7 +191,7 @@ def _text_output(args, make, binary=False, write=True):
     if not write:
         pipeline.run(args, lambda perf, ctx: wrap(make(None, ctx)), symbols=True, perf=perf)
         return 0
-    with Output(args.output, binary=binary, inputs=[args.input]) as f:
+    with Output(args.output, binary=binary, inputs=input_files(perf)) as f:
         pipeline.run(args, lambda perf, ctx: wrap(make(f, ctx)), symbols=True, perf=perf)
     return 0
 
@@ -247,7 +247,7 @@ def _folded_stacks(args, path):
     """The stacks of one perf.data as ``folded`` counts them, every option of ``args`` applied
     (diff's sides)."""
     side = argparse.Namespace(**vars(args))
-    side.input = path
+    side.input, side.inputs = path, [path]
     made = []
     _text_output(side, lambda f, ctx: made.append(Folded(f, ctx, _weight(side))) or made[-1], write=False)
     return made[-1].stacks
@@ -314,8 +314,10 @@ def build_parser():
         ``inputs``: the names of the files it takes (diff's two), else one, ``input``."""
         sp = sub.add_parser(name, help=help_, description=help_)
         if inputs is None:
-            sp.add_argument("input", nargs="?", default="perf.data",
-                            help="the perf.data (default ./perf.data), or - for standard input")
+            sp.add_argument("input", nargs="*", default=["perf.data"],
+                            help="the perf.data (default ./perf.data), - for standard input, a perf "
+                                 "record --threads directory, or the files of one --switch-output "
+                                 "recording (several, a directory or a glob of them: one recording)")
         for which in inputs or ():
             sp.add_argument(which, metavar=which.upper(),
                             help="the %s profile: a perf.data (- for standard input) or a trace.dat"
@@ -435,6 +437,10 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    if isinstance(getattr(args, "input", None), list):     # the perf.data commands: one name
+        args.inputs = args.input                            # shown, all of them read
+        args.input = args.inputs[0] if len(args.inputs) == 1 else "%s .. %s" % (
+            args.inputs[0], args.inputs[-1])
     if getattr(args, "preempted", False) and not (getattr(args, "off_cpu", False)
                                                   or getattr(args, "wall_clock", False)):
         # how to count waits, without waits to count: a mistake, as on the trace side

@@ -28,7 +28,7 @@ from .errors import DeferstitchError
 from .output.address_stacks import AddressStacks, StackNamer
 from .output.atomic import Output
 from .output.offcpu import OffCpuFeed
-from .perfdata.reader import PerfData
+from .perfdata.recording import open_input, recordings_in
 from .report import KEEP_FIRST
 from .symbols.perf_context import kallsyms_for, kernel_build_id
 
@@ -36,7 +36,9 @@ FAN_IN = 8          # parts combined per task of the reduction tree
 
 
 def expand(inputs):
-    """Files, directories (every file below, sorted), globs, and fsspec URLs (globs allowed)."""
+    """Files, directories (every file below, sorted; a --threads directory, and each
+    --switch-output recording's files, one input: recording.recordings_in), globs, and fsspec
+    URLs (globs allowed)."""
     out = []
     for item in inputs:
         if "://" in item and not item.startswith("file://"):
@@ -47,8 +49,11 @@ def expand(inputs):
             continue
         item = item[len("file://"):] if item.startswith("file://") else item
         if os.path.isdir(item):
-            for root, _dirs, files in sorted(os.walk(item)):
-                out.extend(os.path.join(root, f) for f in sorted(files))
+            for root, dirs, files in sorted(os.walk(item)):
+                found = recordings_in(root, files)
+                if found == [root]:             # a perf record --threads directory
+                    dirs.clear()
+                out.extend(found)
         elif glob.has_magic(item):
             out.extend(sorted(p for p in glob.glob(item, recursive=True) if os.path.isfile(p)))
         else:
@@ -76,7 +81,7 @@ def stitch_input(path, opts):
     tmp = None
     try:
         local, tmp = _local(path)
-        perf = PerfData.open(local)
+        perf = open_input([local])
         row["hostname"] = perf.feature(C.FEATURE_IDS["HOSTNAME"])
         ks = None       # the kernel's symbols as folded would find them, decided on the client
         if opts["symbols"]:

@@ -19,7 +19,7 @@ from .output.select import DUMMY
 from .output.sink import Sink
 from .perfdata import engine
 from .perfdata.feed import PerfFeed
-from .perfdata.reader import PerfData
+from .perfdata.recording import open_input
 from .symbols.perf_context import PerfContext
 
 
@@ -36,7 +36,8 @@ class Progress:
     short runs print nothing, and is rewritten at most four times a second."""
 
     def __init__(self, perf):
-        self.total = perf.data_end - perf.data_start if perf.data_end is not None else None
+        one = not getattr(perf, "parts", None)      # several files: no share of one file's size
+        self.total = perf.data_end - perf.data_start if perf.data_end is not None and one else None
         self.base = perf.data_start
         self.start = self.last = time.monotonic()
         self.delay = float(os.environ.get("DEFERSTITCH_PROGRESS_DELAY", "1"))
@@ -70,7 +71,7 @@ def run(args, make, symbols=False, perf=None, hint=False):
     progress line on a terminal. Either way one pass: damage raises its FormatError after what
     came before it was delivered. Returns (report, output). ``hint``: say on stderr when the
     input has no deferred callchains at all (report and stitch: recorded without defer?)."""
-    perf = perf or PerfData.open(args.input)
+    perf = perf or open_input(getattr(args, "inputs", None) or [args.input])
     if perf.warning is not None and not args.quiet:
         sys.stderr.write("deferstitch: %s: %s\n" % (perf.path, perf.warning))
 

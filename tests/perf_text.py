@@ -84,6 +84,26 @@ def strip_unmerged_cookie(frames):
     return frames
 
 
+def assert_script_equals_perf(ours_text, theirs_text):
+    """Our `script --no-symbols` against perf's default `perf script` of the same input: the
+    same samples, the same ips and dsos frame for frame (perf's own unmerged cookie aside: more
+    frames on our side only there), comm alike in 99 % (it may differ around exec)."""
+    ours, theirs = parse_script(ours_text), parse_script(theirs_text)
+    assert set(ours) == set(theirs)
+    same_head = sum(ours[k][0] == theirs[k][0] for k in ours)
+    assert same_head >= 0.99 * len(ours)          # comm may differ around exec (see captures/README)
+    mismatched = 0
+    for k, (_h, frames) in theirs.items():
+        mine = ours[k][1]
+        kept = strip_unmerged_cookie(frames)        # compare what perf printed, cookie aside
+        n = len(kept)
+        assert [f[0] for f in mine[:n]] == [f[0] for f in kept], k
+        assert len(mine) == n or len(kept) < len(frames), k    # more only where perf left it unmerged
+        frames = kept
+        mismatched += sum(a[2] != b[2] for a, b in zip(mine, frames) if b[2] != "[unknown]")
+    assert mismatched <= 0.001 * sum(len(f) for _h, f in theirs.values())   # [vdso] lines
+
+
 def compare_frames(theirs, mine, kind, excused=(), first_max=8, comm=False):
     """perf's frames against ours, sample by sample, from parse_script of each: (Counter of
     differences by kind, the first few (key, perf's, ours), frames compared, of them inlined).

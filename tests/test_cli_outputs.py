@@ -5,28 +5,15 @@ import lzma
 import pytest
 
 from conftest import capture, run_cli
-from perf_text import parse_script, strip_unmerged_cookie
+from perf_text import assert_script_equals_perf, parse_script
 
 @pytest.mark.parametrize("scenario", ["a_per_task", "b_per_task", "syswide", "lost_per_task"])
 def test_script_layout_equals_perf_script(scenario, tmp_path):
     path, folder = capture(scenario)
     r = run_cli("script", path, "-q", "--no-symbols")
     assert r.returncode == 0, r.stderr
-    ours = parse_script(r.stdout.decode())
-    theirs = parse_script(lzma.open(folder / "script.txt.xz").read().decode("utf-8", "replace"))
-    assert set(ours) == set(theirs)
-    same_head = sum(ours[k][0] == theirs[k][0] for k in ours)
-    assert same_head >= 0.99 * len(ours)          # comm may differ around exec (see captures/README)
-    mismatched = 0
-    for k, (_h, frames) in theirs.items():
-        mine = ours[k][1]
-        kept = strip_unmerged_cookie(frames)        # compare what perf printed, cookie aside
-        n = len(kept)
-        assert [f[0] for f in mine[:n]] == [f[0] for f in kept], k
-        assert len(mine) == n or len(kept) < len(frames), k    # more only where perf left it unmerged
-        frames = kept
-        mismatched += sum(a[2] != b[2] for a, b in zip(mine, frames) if b[2] != "[unknown]")
-    assert mismatched <= 0.001 * sum(len(f) for _h, f in theirs.values())   # [vdso] lines
+    assert_script_equals_perf(r.stdout.decode(),
+                              lzma.open(folder / "script.txt.xz").read().decode("utf-8", "replace"))
 
 
 def test_folded_counts_every_sample():

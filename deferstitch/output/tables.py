@@ -31,8 +31,11 @@ def sections(rep):
     total = rep.samples
     rows = [[STITCHED, rep.stitched, _pct(rep.stitched, total)],
             ["  of which after its stack was written", rep.stitched_after_stack,
-             _pct(rep.stitched_after_stack, total)],
-            [PASSED + " (not deferred)", rep.passed, _pct(rep.passed, total)]]
+             _pct(rep.stitched_after_stack, total)]]
+    across = rep.extra.get("stitched_across_files")
+    if across is not None:      # several files of one --switch-output recording (recording.py)
+        rows.append(["  of which with its stack in a later file", across, _pct(across, total)])
+    rows.append([PASSED + " (not deferred)", rep.passed, _pct(rep.passed, total)])
     for reason in sorted(rep.unmatched, key=lambda r: (REASONS.index(r) if r in REASONS else 99, r)):
         rows.append(["unmatched: " + reason, rep.unmatched[reason], _pct(rep.unmatched[reason], total)])
     rows.append(["samples", total, "" if rep.conserved() else "COUNTS DO NOT ADD UP"])

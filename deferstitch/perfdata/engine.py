@@ -99,7 +99,7 @@ class EngineRun:
         self.engine = _accel.Engine(plan(perf.evlist), mode, flags, note, decompress, dec, Record,
                                     FormatError, max_pending,
                                     window if window is not None else max(5 * max_pending, 1024),
-                                    DEFAULT_EXIT_GRACE, DEFAULT_MAX_QUEUED)
+                                    DEFAULT_EXIT_GRACE, getattr(perf, "max_queued", DEFAULT_MAX_QUEUED))
         if select is not None:
             lists = [None if v is None else sorted(v) for v in (select.pids, select.tids)]
             self.engine.select(*lists, select.comms, None if select.cpus is None else sorted(select.cpus),
@@ -114,65 +114,72 @@ class EngineRun:
         raises the Python path's FormatError after the last chunk, which holds what came before
         it, as the Python path delivers it."""
         perf, eng = self.perf, self.engine
-        s, end = perf.stream, perf.data_end
-        hdr = struct.Struct(perf.endian + "IHH").unpack_from
         feed, output = eng.feed, eng.output
         reading = True          # a FormatError now is the reader's (else the engine's, wound up)
+        parts = getattr(perf, "parts", None) or [perf]      # several files (recording.py): in turn
+        part = perf
         try:
-            s.goto(perf.data_start, "data section")
-            while True:
-                at = s.pos
-                if end is not None and at >= end:
-                    break
-                have = len(s.buf) - s.bpos
-                if end is not None and end - at < have:
-                    have = end - at
-                reading = False
-                n = feed(s.buf, s.bpos, have, at) if have >= 8 else 0
+            for n, part in enumerate(parts):
                 if n:
-                    s.bpos += n
-                else:                   # the reader frames this one (reader.py slow_record)
-                    reading = True
-                    rec = perf.slow_record(s, at, end, hdr)
-                    if rec is None:
-                        break           # a pipe ends where its last record ends
-                    if rec.type == C.PERF_RECORD_AUXTRACE:
-                        perf.note(rec)     # the reader counts it (auxtrace.py), as records() does
+                    eng.boundary()      # as recording.Sequence.records marks it
+                s, end = part.stream, part.data_end
+                hdr = struct.Struct(part.endian + "IHH").unpack_from
+                s.goto(part.data_start, "data section")
+                while True:
+                    at = s.pos
+                    if end is not None and at >= end:
+                        break
+                    have = len(s.buf) - s.bpos
+                    if end is not None and end - at < have:
+                        have = end - at
                     reading = False
-                    if rec.extra or rec.type in _FOREIGN or rec.type > 0xFFFF:
-                        if rec.type == C.PERF_RECORD_HEADER_TRACING_DATA:
-                            perf.note(rec)     # tracepoint names, as the reader notes them
-                        eng.foreign(rec)
-                    elif feed(rec.data, 0, len(rec.data), at) != len(rec.data):
-                        raise RuntimeError("the C engine left a whole record at %#x" % at)
-                reading = True
-                yield output()
-                self.offset = s.pos
-            left, container = eng.leftover()
-            if left:
-                raise cut_error(perf.path, container, left)
-            perf.features_after_data()
+                    n = feed(s.buf, s.bpos, have, at) if have >= 8 else 0
+                    if n:
+                        s.bpos += n
+                    else:                   # the reader frames this one (reader.py slow_record)
+                        reading = True
+                        rec = part.slow_record(s, at, end, hdr)
+                        if rec is None:
+                            break           # a pipe ends where its last record ends
+                        if rec.type == C.PERF_RECORD_AUXTRACE:
+                            part.note(rec)     # the reader counts it (auxtrace.py), as records() does
+                        reading = False
+                        if rec.extra or rec.type in _FOREIGN or rec.type > 0xFFFF:
+                            if rec.type == C.PERF_RECORD_HEADER_TRACING_DATA:
+                                part.note(rec)     # tracepoint names, as the reader notes them
+                            eng.foreign(rec)
+                        elif feed(rec.data, 0, len(rec.data), at) != len(rec.data):
+                            raise RuntimeError("the C engine left a whole record at %#x" % at)
+                    reading = True
+                    yield output()
+                    self.offset = s.pos
+                left, container = eng.leftover()
+                if left:
+                    raise cut_error(part.path, container, left)
+                part.features_after_data()
             reading = False
             eng.finish()
         except FormatError as err:
-            error = _named(err, perf.path)
+            error = _named(err, part.path)
             if reading:             # the sorter's queue is still delivered (sorter.ordered)
                 try:
                     eng.abort()
                 except FormatError as flushed:      # ... unless a record in it is damaged too
-                    error = _named(flushed, perf.path)
+                    error = _named(flushed, part.path)
                 except _accel.Limit as err:         # ... or one the engine cannot take
-                    error = FormatError(perf.path, err.args[0], err.args[1])
+                    error = FormatError(part.path, err.args[0], err.args[1])
             yield output()
             raise error
         except _accel.Limit as err:
-            raise FormatError(perf.path, err.args[0], err.args[1]) from None
+            raise FormatError(part.path, err.args[0], err.args[1]) from None
         yield output()
 
     def report(self):
         st = self.engine.state()
         r = StitchReport()
         r.source = "perf"
+        if getattr(self.perf, "boundaries", None) is not None:     # as PerfFeed counts them
+            r.extra["stitched_across_files"] = st["stitched_across_files"]
         for k in CORE_COUNTS:
             setattr(r, k, st[k])
         if self.select is not None:

@@ -14,11 +14,11 @@ from ..abi import consts as C
 from ..abi import records as R
 from ..abi.sample import split_chain
 from ..errors import FormatError
-from ..model import NO_COOKIE, NO_TASK, DeferredStack, Sample
+from ..model import NO_COOKIE, NO_TASK, STITCHED, DeferredStack, Sample
 from ..stitcher import DEFAULT_MAX_PENDING, Stitcher
 from .buffers import LossWatch, read_ahead
 from .reader import PerfData
-from .sorter import OrderStats, ordered
+from .sorter import DEFAULT_MAX_QUEUED, OrderStats, ordered
 
 _USER = C.PERF_CONTEXT_USER
 _DEFERRED = C.PERF_CONTEXT_USER_DEFERRED
@@ -122,7 +122,7 @@ def loss_watch(perf):
     """The LossWatch a stitch by task order needs (perfdata/buffers.py), or None: not for a
     cookie file, nor for a file without any LOST or LOST_SAMPLES record (read ahead on a
     separate handle, without cookies only), whose stitches are all proven as they come."""
-    if perf.path == "<stdin>":
+    if perf.path == "<stdin>" or getattr(perf, "parts", None):     # a pipe, several files
         return LossWatch(perf)
     if layout_ahead(perf) == R.DEFERRED_COOKIE:
         return None
@@ -204,6 +204,9 @@ class PerfFeed:
         self.error = None
         self.layout = None
         self.watch = None          # which buffer lost what, when: files without cookies (run())
+        self.boundaries = getattr(perf, "boundaries", None)   # a sequence of files (recording.py)
+        if self.boundaries is not None:
+            self.report.extra["stitched_across_files"] = 0
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self):
@@ -220,7 +223,8 @@ class PerfFeed:
         watch = self.watch
         advanced = 0
         try:
-            for rec in ordered(records, perf.evlist.time_of, self.order_stats):
+            for rec in ordered(records, perf.evlist.time_of, self.order_stats,
+                               getattr(perf, "max_queued", DEFAULT_MAX_QUEUED)):
                 if st.parked and watch.advanced != advanced:
                     advanced = watch.advanced
                     st.proof_advanced()
@@ -410,8 +414,20 @@ class PerfFeed:
     def _resolved(self, s):
         """Called the moment a sample's outcome is known: names taken now see the maps as they
         were when its user stack was taken, as perf's own merge does."""
+        if self.boundaries is not None and s.outcome == STITCHED and s.chosen:
+            self._across(s)
         if self.on_resolved is not None and s.chosen:
             self.on_resolved(s)
+
+    def _across(self, s):
+        """Count a sample stitched with a stack from a later file of a sequence: taken at or
+        before the last time of a file, its stack after it (recording.Sequence.boundaries)."""
+        if s.time is None or s.stack_time is None:
+            return
+        for b in self.boundaries:
+            if s.time <= b < s.stack_time:
+                self.report.extra["stitched_across_files"] += 1
+                return
 
     def _push(self, rec):
         if not self.in_order:
