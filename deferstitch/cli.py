@@ -28,6 +28,7 @@ from .output.dso_table import DsoTable
 from .output import offcpu, select
 from .output.folded import Folded
 from .output.offcpu import OffCpuFeed
+from .output import script_fields
 from .output.perf_script import PerfScript
 from .output.stitched_file import StitchedFile
 from .output.tables import render, table
@@ -204,7 +205,9 @@ def cmd_export(args):
 
 
 def cmd_script(args):
-    return _text_output(args, lambda f, ctx: PerfScript(f, ctx, args.max_stack))
+    fields = script_fields.request(args.fields) if args.fields else None
+    return _text_output(args, lambda f, ctx: PerfScript(f, ctx, args.max_stack, fields=fields,
+                                                        ns=args.ns))
 
 
 def cmd_flamegraph(args):
@@ -356,6 +359,10 @@ def build_parser():
     symbol_options(sp)
     sp.add_argument("-o", "--output", help="output file (default or -: stdout)")
     sp.add_argument("--max-stack", type=int, default=127, help="frames per sample (perf's default 127)")
+    sp.add_argument("-F", "--fields", action="append", metavar="FIELDS",
+                    help="perf script's -F: comm,tid,pid,time,cpu,event,trace,ip,sym,dso,symoff,"
+                         "period; +f/-f change the default; hw:, sw:, trace: one event type")
+    sp.add_argument("--ns", action="store_true", help="times in nanoseconds (perf's --ns)")
     sp = add("folded", cmd_folded, "FlameGraph folded stacks")
     symbol_options(sp)
     sp.add_argument("-o", "--output", help="output file (default or -: stdout)")
