@@ -19,6 +19,7 @@ stack was taken) and written when its turn comes in time order.
 With a ``namer`` (the trace side's), samples come to named() with their outcome final, in time
 order, and ``header(s)`` is the side's own header line.
 """
+from ..abi import consts as C
 from . import script_fields
 from .frames import KeyedStacks, StackCache, frame_lines, name_ips, sample_ips, sample_period, weight
 from .sink import ORDERED, Sink
@@ -44,20 +45,28 @@ class PerfScript(Sink):
         self._request = fields if fields is not None else script_fields.default_request()
         self._default = fields is None
         self._ns = ns
-        self._layouts = None      # per evlist entry, at the first sample (a pipe's attrs come first)
+        self._layouts = None      # per evlist entry: with -F before the run, else at the first sample
         self._stacks = {(True, True, True): self._frames}   # frame options -> their StackCache
         self._trace = None
-        if ctx is not None and self._request.prints_trace(ctx.perf):
+        if ctx is not None and not self._default:
+            perf = ctx.perf
+            if perf.pipe:               # a pipe's attrs and formats are records: read ahead
+                with perf.ahead() as records:
+                    for rec in records:
+                        if rec.type == C.PERF_RECORD_SAMPLE:
+                            break
+                    self._start(perf)
+            else:
+                self._start(perf)
+
+    def _start(self, perf):
+        """Before the run: the layout of each event, a -F its events cannot print refused, and
+        the Python path when a tracepoint's trace text is shown (it reads the raw data)."""
+        if self._request.prints_trace(perf):
             from .trace_text import TraceText
-            self._trace = TraceText(ctx.perf)
-            self.takes = None     # the raw data is read on the Python path only
-        if ctx is not None and not ctx.perf.pipe:
-            self._layout(0)       # a file: refuse a -F its events cannot print before the run
-            if self._trace is not None:
-                try:
-                    self._trace.check(ctx.perf.evlist.entries)
-                except script_fields.FieldsError as err:
-                    raise script_fields.FieldsError("%s: %s" % (ctx.perf.path, err)) from None
+            self._trace = TraceText(perf)
+            self.takes = None
+        self._layout(0)
 
     def resolved(self, s):
         """A sample from the Python path (PerfFeed)."""
@@ -97,7 +106,7 @@ class PerfScript(Sink):
             try:
                 lays = self._layouts = script_fields.layouts(self._request, perf, self._ns,
                                                              per_entry=self._default)
-                if self._trace is not None and perf.pipe:
+                if self._trace is not None:
                     self._trace.check(perf.evlist.entries)
             except script_fields.FieldsError as err:
                 raise script_fields.FieldsError("%s: %s" % (perf.path, err)) from None

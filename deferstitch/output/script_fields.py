@@ -155,10 +155,9 @@ class Request:
         return req
 
     def prints_trace(self, perf):
-        """Whether tracepoint samples of ``perf`` may show their trace text (a pipe's events
-        may come later)."""
-        return "trace" in self.out[TRACEPOINT].fields and (
-            perf.pipe or any(e.attr.type == TRACEPOINT for e in perf.evlist.entries))
+        """Whether tracepoint samples of ``perf`` show their trace text."""
+        return "trace" in self.out[TRACEPOINT].fields and any(
+            e.attr.type == TRACEPOINT for e in perf.evlist.entries)
 
 
 class Layout:
@@ -237,8 +236,9 @@ def _copy(o):
 
 def layouts(request, perf, ns=False, per_entry=False):
     """[Layout per perf.evlist.entries], as perf_session__check_output_opt (a file) or
-    process_attr (a pipe) leaves output[]; FieldsError in perf's words. ``per_entry``: each
-    event checked against its own attr (the layout without -F), not only the first of its type."""
+    process_attr (a pipe) leaves output[]; FieldsError in perf's words. ``per_entry``: the layout
+    without -F, as deferstitch always printed it: each event's [cpu] when its samples carry it,
+    the rest shown as far as the sample has it."""
     entries = perf.evlist.entries
     out = {t: _copy(o) for t, o in request.out.items()}
     callchains = any(e.layout.has_callchain for e in entries)
@@ -248,8 +248,8 @@ def layouts(request, perf, ns=False, per_entry=False):
         if not _is_dummy(e):
             firsts.setdefault(output_type(e.attr.type), e)
     for t, e in firsts.items():
-        if out[t].fields:
-            _check_attr(out[t] if not per_entry else _copy(out[t]), e, allow)
+        if out[t].fields and not per_entry:
+            _check_attr(out[t], e, allow)
     if perf.pipe:
         # process_attr: each attr with a callchain (combined) adds ip and sym unless taken away
         if callchains:
@@ -263,8 +263,8 @@ def layouts(request, perf, ns=False, per_entry=False):
     lays = []
     for e in entries:
         o = out[output_type(e.attr.type)]
-        if per_entry and o.fields and not _is_dummy(e):
-            o = _copy(o)
-            _check_attr(o, e, allow)
+        if per_entry and not e.attr.sample_type & C.PERF_SAMPLE_CPU:
+            o = _copy(o)                # the default: what it always showed, [cpu] when sampled
+            o.fields.discard("cpu")
         lays.append(Layout(o.fields, e.layout.has_callchain and callchains, ns))
     return lays

@@ -6,13 +6,16 @@ TEP_PRINT_INFO, the event's handler from the plugins perf loads, else its print 
   ``prev_comm:prev_pid [prev_prio] STATE ==> next_comm:next_pid [next_prio]``; STATE is the
   letters of prev_state's low eight bits ("|" between them, "R" for none), as write_state()
   prints them, by the format's own __print_flags table (perfdata/sched.py).
-- any other event whose print fmt is one format string and arguments ``REC->field`` or
-  ``__get_str(field)``, with the conversions d i u o x X c s (flags, width, precision, the
-  h hh l ll z lengths): printf'd as libtraceevent does.
+- sched:sched_wakeup and sched_wakeup_new: the same plugin's sched_wakeup_handler,
+  ``comm:pid [prio] CPU:target_cpu``.
+- any other event whose print fmt is one format string and arguments ``REC->field``,
+  ``__get_str(field)``, ``REC->field ? "a" : "b"`` or ``__print_symbolic(REC->field, { N,
+  "name" }, ...)`` (numbers only), with the conversions d i u o x X c s (flags, width,
+  precision, the h hh l ll z lengths): printf'd as libtraceevent does.
 
-Anything else (a print fmt with expressions, __print_flags, __print_symbolic, %p and the
-kernel's %p extensions, sched_wakeup's plugin) is refused when the run starts (``check``), with
-the event's name: not printed differently from perf.
+Anything else (casts and other expressions, __print_flags, __print_symbolic of enum names, %p
+and the kernel's %p extensions) is refused when the run starts (``check``), naming the event:
+never printed differently from perf.
 """
 import re
 import struct
@@ -24,8 +27,10 @@ from ..tracecmd.formats import TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATIVE, TEP_
 from .script_fields import FieldsError
 
 _CONV = re.compile(r"%([-+ #0]*)(\d*)(?:\.(\d+))?(hh|h|ll|l|z)?([diouxXcs%])")
-_ANY_CONV = re.compile(r"%")
 _ARG = re.compile(r"^(?:REC->(\w+)|__get_str\((\w+)\))$")
+_TERNARY = re.compile(r'^REC->(\w+) \? "([^"\\]*)" : "([^"\\]*)"$')
+_SYMBOLIC = re.compile(r"^__print_symbolic\(REC->(\w+),(.*)\)$", re.S)
+_SYMBOL = re.compile(r'\{\s*(-?(?:0x[0-9a-fA-F]+|\d+))\s*,\s*"([^"\\]*)"\s*\}')
 _ESC = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
 _BITS = {"hh": 8, "h": 16, None: 32, "l": 64, "ll": 64, "z": 64}
 _INTS = {1: "B", 2: "H", 4: "I", 8: "Q"}
@@ -62,6 +67,46 @@ class _Field:
         return bytes(data).split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
+class _Choice:
+    """``REC->f ? "a" : "b"``: a string by the field's truth."""
+
+    def __init__(self, field, yes, no):
+        self.field, self.yes, self.no = field, yes, no
+
+    def string(self, raw):
+        return self.yes if self.field.number(raw) else self.no
+
+
+class _Symbolic:
+    """``__print_symbolic(REC->f, { value, "name" }, ...)``: the name of the field's value,
+    else the value as 0x%llx (libtraceevent print_str_arg, TEP_PRINT_SYMBOL)."""
+
+    def __init__(self, field, names):
+        self.field, self.names = field, names
+
+    def string(self, raw):
+        v = self.field.value(raw)
+        name = self.names.get(v)
+        return name if name is not None else "0x%x" % (v & 0xffffffffffffffff)
+
+
+def _arg(text, fields):
+    """The printer of one print fmt argument, or None when it is not one rendered here."""
+    a = _ARG.match(text)
+    if a:
+        return fields.get(a.group(1) or a.group(2))
+    a = _TERNARY.match(text)
+    if a and a.group(1) in fields:
+        return _Choice(fields[a.group(1)], a.group(2), a.group(3))
+    a = _SYMBOLIC.match(text)
+    if a and a.group(1) in fields:
+        table = a.group(2).strip()
+        pairs = _SYMBOL.findall(table)
+        if pairs and _SYMBOL.sub("", table).replace(",", "").strip() == "":
+            return _Symbolic(fields[a.group(1)], {int(v, 0): n for v, n in pairs})
+    return None
+
+
 def _split_args(text):
     """The print fmt line after its string: the arguments split at top-level commas."""
     args, depth, cur = [], 0, ""
@@ -93,9 +138,15 @@ class _Printf:
     """A print fmt of REC->field / __get_str(field) arguments."""
 
     def __init__(self, name, fmt, args, fields, endian):
-        self.pieces = []            # literal text, or (spec, length, conv, field, string?)
+        self.pieces = []            # literal text, or (spec, length, conv, field)
+        convs = list(_CONV.finditer(fmt))
+        known = {m.start() for m in convs} | {m.start() + 1 for m in convs if m.group(5) == "%"}
+        odd = [fmt[i:i + 3] for i in range(len(fmt)) if fmt[i] == "%" and i not in known]
+        if odd:
+            raise FieldsError("-F trace: %s's print fmt has the conversion %r, which deferstitch "
+                              "does not render" % (name, odd[0]))
         pos, argi = 0, 0
-        for m in _CONV.finditer(fmt):
+        for m in convs:
             self.pieces.append(fmt[pos:m.start()])
             pos = m.end()
             if m.group(5) == "%":
@@ -103,19 +154,14 @@ class _Printf:
                 continue
             if argi >= len(args):
                 raise FieldsError("-F trace: %s's print fmt has fewer arguments than conversions" % name)
-            a = _ARG.match(args[argi])
+            field = _arg(args[argi], fields)
             argi += 1
-            field = a and fields.get(a.group(1) or a.group(2))
             if field is None:
                 raise FieldsError("-F trace: %s's print fmt argument %r is not one deferstitch "
-                                  "renders (REC->field, __get_str(field))" % (name, args[argi - 1]))
+                                  "renders" % (name, args[argi - 1]))
             spec = "%" + m.group(1) + m.group(2) + ("." + m.group(3) if m.group(3) else "")
             self.pieces.append((spec, m.group(4), m.group(5), field))
         rest = fmt[pos:]
-        if _ANY_CONV.search(rest) or any(isinstance(p, str) and "%" in p and p != "%"
-                                         for p in self.pieces):
-            raise FieldsError("-F trace: %s's print fmt has a conversion deferstitch does not "
-                              "render" % name)
         if argi != len(args):
             raise FieldsError("-F trace: %s's print fmt has arguments deferstitch does not "
                               "render" % name)
@@ -131,6 +177,8 @@ class _Printf:
             if conv == "s":
                 out.append((spec + "s") % field.string(raw))
                 continue
+            if not isinstance(field, _Field):
+                raise ValueError("a string argument to %" + conv)
             v = field.value(raw)
             bits = _BITS[length]
             v &= (1 << bits) - 1
@@ -141,6 +189,25 @@ class _Printf:
             else:
                 out.append((spec + ("d" if conv in "diu" else conv)) % v)
         return "".join(out)
+
+
+class _Wakeup:
+    """plugin_sched_switch.c's sched_wakeup_handler (sched_wakeup, sched_wakeup_new):
+    ``comm:pid [prio]``, `` success=N`` where the format has it, `` CPU:%03d``."""
+
+    def __init__(self, fields):
+        self.f = fields
+
+    def text(self, raw):
+        f = self.f
+        out = "%s:%d" % (f["comm"].string(raw), f["pid"].number(raw))
+        if "prio" in f:
+            out += " [%d]" % f["prio"].number(raw)
+        if "success" in f:
+            out += " success=%d" % f["success"].number(raw)
+        if "target_cpu" in f:
+            out += " CPU:%03d" % f["target_cpu"].number(raw)
+        return out
 
 
 class _Switch:
@@ -206,9 +273,9 @@ class TraceText:
             sw = SchedSwitch.of_format(desc.fields, text, perf.endian)
             if sw is not None and all(n in fields for n in need):
                 return _Switch(fields, sw)
-        if system == "sched" and desc.name in ("sched_wakeup", "sched_wakeup_new"):
-            raise FieldsError("-F trace: %s: perf prints it through libtraceevent's sched_wakeup "
-                              "plugin, which deferstitch does not follow" % entry.name)
+        if system == "sched" and desc.name in ("sched_wakeup", "sched_wakeup_new") \
+                and "pid" in fields and "comm" in fields:
+            return _Wakeup(fields)
         parsed = _print_fmt(bytes(text))
         if parsed is None:
             raise FieldsError("-F trace: %s: its format has no print fmt" % entry.name)
