@@ -386,8 +386,30 @@ def build_parser():
     return p
 
 
+def _fields_taken_whole(argv):
+    """``script -F -dso``: perf takes a -F value starting with "-" (its -field); argparse would
+    take it for an option, so it is handed on as --fields=-dso."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] != ["script"]:
+        return argv
+    out = []
+    it = iter(argv)
+    for a in it:
+        if a in ("-F", "--fields"):
+            value = next(it, None)
+            if value is not None and value.startswith("-"):
+                out.append("--fields=" + value)
+                continue
+            out.append(a)
+            if value is not None:
+                out.append(value)
+            continue
+        out.append(a)
+    return out
+
+
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_fields_taken_whole(argv))
     if getattr(args, "preempted", False) and not (getattr(args, "off_cpu", False)
                                                   or getattr(args, "wall_clock", False)):
         # how to count waits, without waits to count: a mistake, as on the trace side

@@ -186,6 +186,10 @@ LIVE = [
     ("per-task.data", ["-F", "trace:comm"]),
     ("per-task.data", ["-F", "tid,ip,dso"]),
     ("per-task.data", ["-F", "trace"]),
+    ("per-task.data", ["-F", "-comm,-tid,-time,-event,-period"]),   # "-F -x": perf's -field
+    ("per-task.data", ["-F", "-dso"]),
+    ("per-task.data", ["-F", "comm,sym"]),              # sym without ip: nothing to name
+    ("per-task.data", ["-F", "period"]),
     ("pipe.data", ["-F", "comm,tid,time"]),              # a pipe: perf adds ip and sym
     ("offcpu-per-task.data", ["-F", "comm,tid,time,event,trace"]),
     ("offcpu-per-task.data", ["-F", "comm,pid,tid,cpu,time,period,event,trace,ip,sym,symoff,dso"]),
