@@ -183,6 +183,7 @@ LIVE = [
     ("per-task.data", ["-F", "comm,tid,time,event", "--ns"]),
     ("per-task.data", ["-F", "+pid,-dso"]),
     ("per-task.data", ["-F", "sw:comm,tid,ip"]),
+    ("per-task.data", ["-F", "sw:comm,cpu"]),            # typed: a field the samples lack is dropped
     ("per-task.data", ["-F", "trace:comm"]),
     ("per-task.data", ["-F", "tid,ip,dso"]),
     ("per-task.data", ["-F", "trace"]),
