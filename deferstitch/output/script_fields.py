@@ -81,10 +81,8 @@ class _Output:
 class Request:
     """The -F options as parse_output_fields leaves output[]: ``parse(arg)`` per -F, in order."""
 
-    def __init__(self, specs=()):
+    def __init__(self):
         self.out = {t: _Output(t) for t in range(OTHER + 1)}
-        for spec in specs:
-            self.parse(spec)
 
     def parse(self, arg):
         """parse_output_fields() of one -F argument; FieldsError with perf's line."""
@@ -118,12 +116,12 @@ class Request:
                 change = "set"
             if name == "flags":
                 if change != "-":
-                    raise FieldsError("-F flags: a field perf knows that deferstitch does not print")
+                    raise FieldsError("flags: a field perf knows that deferstitch does not print")
                 continue
             if name not in NAMES:
                 raise FieldsError("Invalid field requested.")
             if name not in PRINTED and change != "-":
-                raise FieldsError("-F %s: a field perf knows that deferstitch does not print "
+                raise FieldsError("%s: a field perf knows that deferstitch does not print "
                                   "(it prints %s)" % (name, ",".join(n for n in NAMES if n in PRINTED)))
             for t in ([ty] if ty is not None else list(out)):
                 o = out[t]
@@ -161,7 +159,7 @@ class Request:
 
 
 class Layout:
-    """What one event's samples show: ``has(name)``, ``comm_wide`` (comm padded to 16),
+    """What one event's samples show: ``fields``, ``comm_wide`` (comm padded to 16),
     ``chain`` (frames one a line) and the frame options ``sym``, ``symoff``, ``dso``."""
 
     def __init__(self, fields, chain, ns):
@@ -171,9 +169,6 @@ class Layout:
         ip = "ip" in self.fields
         self.comm_wide = not (ip and chain)
         self.frames = (("sym" in self.fields), ("symoff" in self.fields), ("dso" in self.fields))
-
-    def has(self, name):
-        return name in self.fields
 
 
 def _check_attr(o, entry, allow_user_set=False):

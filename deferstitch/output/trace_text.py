@@ -23,7 +23,8 @@ import struct
 from ..abi import consts as C
 from ..perfdata import tracing_data
 from ..perfdata.sched import SchedSwitch
-from ..tracecmd.formats import TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATIVE, TEP_FIELD_IS_SIGNED, parse_event
+from ..tracecmd.formats import (TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATIVE, TEP_FIELD_IS_SIGNED,
+                                TEP_FIELD_IS_STRING, parse_event)
 from .script_fields import FieldsError
 
 _CONV = re.compile(r"%([-+ #0]*)(\d*)(?:\.(\d+))?(hh|h|ll|l|z)?([diouxXcs%])")
@@ -34,12 +35,12 @@ _SYMBOL = re.compile(r'\{\s*(-?(?:0x[0-9a-fA-F]+|\d+))\s*,\s*"([^"\\]*)"\s*\}')
 _ESC = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
 _BITS = {"hh": 8, "h": 16, None: 32, "l": 64, "ll": 64, "z": 64}
 _INTS = {1: "B", 2: "H", 4: "I", 8: "Q"}
+_TEXT = TEP_FIELD_IS_STRING | TEP_FIELD_IS_DYNAMIC     # a field %s prints
 
 
 class _Field:
     def __init__(self, desc, endian):
         self.off, self.size, self.flags, self.endian = desc.offset, desc.size, desc.flags, endian
-        self.array = desc.arraylen or "[" in desc.type
 
     def number(self, raw):
         """tep_read_number_field(): the field read unsigned by its size."""
@@ -159,6 +160,10 @@ class _Printf:
             if field is None:
                 raise FieldsError("-F trace: %s's print fmt argument %r is not one deferstitch "
                                   "renders" % (name, args[argi - 1]))
+            text = not isinstance(field, _Field) or field.flags & _TEXT
+            if (m.group(5) == "s") != bool(text):         # %s of a number, a number of a string
+                raise FieldsError("-F trace: %s's print fmt prints %r with %%%s, which deferstitch "
+                                  "does not render" % (name, args[argi - 1], m.group(5)))
             spec = "%" + m.group(1) + m.group(2) + ("." + m.group(3) if m.group(3) else "")
             self.pieces.append((spec, m.group(4), m.group(5), field))
         rest = fmt[pos:]
@@ -177,8 +182,6 @@ class _Printf:
             if conv == "s":
                 out.append((spec + "s") % field.string(raw))
                 continue
-            if not isinstance(field, _Field):
-                raise ValueError("a string argument to %" + conv)
             v = field.value(raw)
             bits = _BITS[length]
             v &= (1 << bits) - 1
