@@ -175,6 +175,19 @@ def test_trace_of_other_tracepoints_is_perfs_default_text(work):
     assert len(events) == 9 and sum(events.values()) == 125, events    # 9 of the 10 events fired
 
 
+def test_a_print_fmt_not_rendered_is_refused_naming_the_event():
+    """timer:hrtimer_start of Linux 7.2 (%p, %ps, casts, __print_symbolic of enum names): not
+    printed at all rather than printed otherwise than perf."""
+    from deferstitch.output.script_fields import FieldsError
+    from deferstitch.output.trace_text import printer
+    text = (TRACEPOINTS / "timer-hrtimer_start.format").read_bytes()
+    with pytest.raises(FieldsError, match=r"^-F trace: timer:hrtimer_start's print fmt has the conversion '%p "):
+        printer("timer:hrtimer_start", "timer", text, "<")
+    fixed = text.replace(b"hrtimer=%p function=%ps ", b"")           # then the first cast
+    with pytest.raises(FieldsError, match=r"argument 'REC->hrtimer'|\(unsigned long long\) REC->expires"):
+        printer("timer:hrtimer_start", "timer", fixed, "<")
+
+
 # (file, -F ...): each against perf 7.2 run here on the same file
 LIVE = [
     ("syswide.data", ["-F", "comm,tid,pid,time,cpu,event,ip,sym,dso,symoff,period"]),

@@ -266,20 +266,25 @@ class TraceText:
         if found is None:
             raise FieldsError("-F trace: %s: the file holds no format for it (HEADER_TRACING_DATA)"
                               % entry.name)
-        system, text = found
-        desc, _why = parse_event(text, system)
-        if desc is None:
-            raise FieldsError("-F trace: %s: its format does not parse" % entry.name)
-        fields = {d.name: _Field(d, perf.endian) for d in list(desc.common or ()) + list(desc.fields)}
-        if system == "sched" and desc.name == "sched_switch":
-            need = ("prev_comm", "prev_pid", "prev_prio", "prev_state", "next_comm", "next_pid", "next_prio")
-            sw = SchedSwitch.of_format(desc.fields, text, perf.endian)
-            if sw is not None and all(n in fields for n in need):
-                return _Switch(fields, sw)
-        if system == "sched" and desc.name in ("sched_wakeup", "sched_wakeup_new") \
-                and "pid" in fields and "comm" in fields:
-            return _Wakeup(fields)
-        parsed = _print_fmt(bytes(text))
-        if parsed is None:
-            raise FieldsError("-F trace: %s: its format has no print fmt" % entry.name)
-        return _Printf(entry.name, parsed[0], parsed[1], fields, perf.endian)
+        return printer(entry.name, found[0], found[1], perf.endian)
+
+
+def printer(name, system, text, endian):
+    """The printer of the trace text of event ``name`` by its format ``text`` (bytes) of
+    ``system``: ``printer(...).text(raw)``; FieldsError when it is not one printed here."""
+    desc, _why = parse_event(text, system)
+    if desc is None:
+        raise FieldsError("-F trace: %s: its format does not parse" % name)
+    fields = {d.name: _Field(d, endian) for d in list(desc.common or ()) + list(desc.fields)}
+    if system == "sched" and desc.name == "sched_switch":
+        need = ("prev_comm", "prev_pid", "prev_prio", "prev_state", "next_comm", "next_pid", "next_prio")
+        sw = SchedSwitch.of_format(desc.fields, text, endian)
+        if sw is not None and all(n in fields for n in need):
+            return _Switch(fields, sw)
+    if system == "sched" and desc.name in ("sched_wakeup", "sched_wakeup_new") \
+            and "pid" in fields and "comm" in fields:
+        return _Wakeup(fields)
+    parsed = _print_fmt(bytes(text))
+    if parsed is None:
+        raise FieldsError("-F trace: %s: its format has no print fmt" % name)
+    return _Printf(name, parsed[0], parsed[1], fields, endian)
