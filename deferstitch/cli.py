@@ -29,6 +29,7 @@ from .output.dso_table import DsoTable
 from .output import offcpu, select
 from .output.folded import Folded
 from .output.offcpu import OffCpuFeed
+from .output import script_fields
 from .output.perf_script import PerfScript
 from .output.stitched_file import StitchedFile
 from .output.tables import render, table
@@ -209,7 +210,9 @@ def cmd_export(args):
 
 
 def cmd_script(args):
-    return _text_output(args, lambda f, ctx: PerfScript(f, ctx, args.max_stack))
+    fields = script_fields.request(args.fields) if args.fields else None
+    return _text_output(args, lambda f, ctx: PerfScript(f, ctx, args.max_stack, fields=fields,
+                                                        ns=args.ns))
 
 
 def cmd_flamegraph(args):
@@ -393,6 +396,10 @@ def build_parser():
     symbol_options(sp)
     sp.add_argument("-o", "--output", help="output file (default or -: stdout)")
     sp.add_argument("--max-stack", type=int, default=127, help="frames per sample (perf's default 127)")
+    sp.add_argument("-F", "--fields", action="append", metavar="FIELDS",
+                    help="perf script's -F: comm,tid,pid,time,cpu,event,trace,ip,sym,dso,symoff,"
+                         "period; +f/-f change the default; hw:, sw:, trace: one event type")
+    sp.add_argument("--ns", action="store_true", help="times in nanoseconds (perf's --ns)")
     sp = add("folded", cmd_folded, "FlameGraph folded stacks")
     symbol_options(sp)
     sp.add_argument("-o", "--output", help="output file (default or -: stdout)")
@@ -435,8 +442,30 @@ def build_parser():
     return p
 
 
+def _fields_taken_whole(argv):
+    """``script -F -dso``: perf takes a -F value starting with "-" (its -field); argparse would
+    take it for an option, so it is handed on as --fields=-dso."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] != ["script"]:
+        return argv
+    out = []
+    it = iter(argv)
+    for a in it:
+        if a in ("-F", "--fields"):
+            value = next(it, None)
+            if value is not None and value.startswith("-"):
+                out.append("--fields=" + value)
+                continue
+            out.append(a)
+            if value is not None:
+                out.append(value)
+            continue
+        out.append(a)
+    return out
+
+
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_fields_taken_whole(argv))
     if isinstance(getattr(args, "input", None), list):     # the perf.data commands: one name
         args.inputs = args.input                            # shown, all of them read
         args.input = args.inputs[0] if len(args.inputs) == 1 else "%s .. %s" % (

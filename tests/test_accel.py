@@ -102,6 +102,7 @@ def commands(path, tmp):
     yield ["folded", path, "--no-symbols", "--weight", "period"], None
     yield ["script", path, "--no-symbols", "--max-stack", "5"], None
     yield ["diff", path, path, "--no-symbols", "--weight", "period", "-n"], None
+    yield ["script", path, "--no-symbols", "-F", "comm,pid,tid,time,event,ip,sym,period", "--ns"], None
     yield ["export", path, "--format", "speedscope", "--no-symbols", "--weight", "period"], None
     pp = str(Path(tmp) / "p.pb.gz")
     yield ["export", path, "--format", "pprof", "--no-symbols", "-o", pp, "--max-pending", "50"], pp

@@ -13,6 +13,7 @@ import os
 from ..abi.consts import PERF_CONTEXT_MAX, PERF_CONTEXT_USER
 from ..model import STITCHED
 from ..symbols.maps import KERNEL_START, UNKNOWN
+from ..symbols.resolver import INLINED
 
 
 def sample_ips(s):
@@ -134,9 +135,15 @@ def lost_frame_name(reason):
     return "[user stack lost: %s]" % reason
 
 
-def frame_lines(frames):
-    """perf script's frame lines, each after a newline: ``\t%16lx sym+0xoff (dso)``."""
-    return "".join("\n\t%16x %s (%s)" % (ip, sym_text(sym, off), dso) for ip, sym, off, dso in frames)
+def frame_lines(frames, sym=True, symoff=True, dso=True):
+    """perf script's frame lines, each after a newline: ``\t%16lx sym+0xoff (dso)``; ``sym``,
+    ``symoff``, ``dso`` False: without that part, as -F leaves it out (util/evsel_fprintf.c
+    sample__fprintf_callchain: an inlined frame says "(inlined)" in place of its dso, always)."""
+    if sym and symoff and dso:
+        return "".join("\n\t%16x %s (%s)" % (ip, sym_text(s, off), d) for ip, s, off, d in frames)
+    return "".join("\n\t%16x%s%s" % (ip, " " + sym_text(s, off if symoff else None) if sym else "",
+                                      " (inlined)" if d == INLINED else " (%s)" % d if dso else "")
+                   for ip, s, off, d in frames)
 
 
 def frame_name(sym, dso, addr=None):
