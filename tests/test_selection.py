@@ -98,8 +98,10 @@ def stacks(text):
     return out
 
 
-def ours(path, *opts, accel="require"):
-    p = run_cli("script", "--no-symbols", path, *opts, env={**os.environ, "DEFERSTITCH_ACCEL": accel})
+def ours(path, *opts, accel=None):
+    """Our script --no-symbols text; ``accel``: DEFERSTITCH_ACCEL for the run (None: as set)."""
+    env = {**os.environ, "DEFERSTITCH_ACCEL": accel} if accel else None
+    p = run_cli("script", "--no-symbols", path, *opts, env=env)
     assert p.returncode == 0, p.stderr.decode()
     return p.stdout.decode()
 
