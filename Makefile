@@ -116,23 +116,30 @@ asan:
 FUZZ_SECONDS ?= 60
 FUZZ_DIR ?= /tmp/deferstitch-fuzz
 CLANG ?= clang-14
+# the targets run in the project's .venv (atheris and zstandard come with its test extras); the
+# C targets embed that interpreter: its headers and libpython from sysconfig (a venv has no
+# python3-config)
+FUZZ_PY = $(VPY)
+PY_INCLUDES = $$($(FUZZ_PY) -c "import sysconfig; print('-I' + sysconfig.get_paths()['include'])")
+PY_EMBED = $$($(FUZZ_PY) -c "import sysconfig as s; v = lambda k: s.get_config_var(k) or ''; \
+  print('-L%s -Wl,-rpath,%s -lpython%s %s %s' % (v('LIBDIR'), v('LIBDIR'), v('LDVERSION'), v('LIBS'), v('SYSLIBS')))")
 FUZZ_FLAGS = -timeout=60 -report_slow_units=120 -rss_limit_mb=2048 -max_len=131072 -print_final_stats=1
 fuzz: fuzz-trace fuzz-engine fuzz-feed fuzz-dwarf
 	@ls $(FUZZ_DIR)/crashes | sed 's|^|$(FUZZ_DIR)/crashes/|' ; echo "fuzz: $$(ls $(FUZZ_DIR)/crashes | wc -l) crash files in $(FUZZ_DIR)/crashes"
 
-fuzz-seeds:
-	rm -rf $(FUZZ_DIR)/seeds && mkdir -p $(FUZZ_DIR)/crashes && $(PYTHON) fuzz/seeds.py $(FUZZ_DIR)/seeds
+fuzz-seeds: $(VENV)/.tested
+	rm -rf $(FUZZ_DIR)/seeds && mkdir -p $(FUZZ_DIR)/crashes && $(FUZZ_PY) fuzz/seeds.py $(FUZZ_DIR)/seeds
 
 fuzz-trace: fuzz-seeds
 	mkdir -p $(FUZZ_DIR)/corpus-trace
-	fuzz/run.sh $(FUZZ_SECONDS) $(PYTHON) fuzz/fuzz_trace.py $(FUZZ_DIR)/corpus-trace $(FUZZ_DIR)/seeds/trace \
+	fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_PY) fuzz/fuzz_trace.py $(FUZZ_DIR)/corpus-trace $(FUZZ_DIR)/seeds/trace \
 	  -artifact_prefix=$(FUZZ_DIR)/crashes/trace- $(FUZZ_FLAGS)
 	# the corpus once more with ASan preloaded: a copy (memcpy) past a buffer of the C walker that
 	# did not crash while fuzzing (ASan and atheris' coverage do not mix, hence a second pass);
 	# allocator_may_return_null and malloc_limit_mb: a malloc of a size read from a damaged file
 	# is refused as the real malloc refuses it, not an abort (the RSS limit still holds)
 	LD_PRELOAD=$$($(CLANG) -print-file-name=libclang_rt.asan-x86_64.so) ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
-	  PYTHONMALLOC=malloc $(PYTHON) fuzz/fuzz_trace.py -runs=0 -malloc_limit_mb=65536 -artifact_prefix=$(FUZZ_DIR)/crashes/trace-asan- \
+	  PYTHONMALLOC=malloc $(FUZZ_PY) fuzz/fuzz_trace.py -runs=0 -malloc_limit_mb=65536 -artifact_prefix=$(FUZZ_DIR)/crashes/trace-asan- \
 	  $(FUZZ_DIR)/corpus-trace
 
 # the two C engines, built in with ASan + UBSan and run side by side: the perf.data engine
@@ -141,12 +148,12 @@ fuzz-engine: fuzz-seeds
 	mkdir -p $(FUZZ_DIR)/corpus-engine $(FUZZ_DIR)/corpus-pages
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -DFUZZ_MODULE=_accel -DFUZZ_CASE=perf_case \
-	  $$($(PYTHON)-config --includes) fuzz/module_fuzz.c deferstitch/_accel.c \
-	  $$($(PYTHON)-config --embed --ldflags) -o $(FUZZ_DIR)/engine_fuzz
+	  $(PY_INCLUDES) fuzz/module_fuzz.c deferstitch/_accel.c \
+	  $(PY_EMBED) -o $(FUZZ_DIR)/engine_fuzz
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -DFUZZ_MODULE=_tracedat -DFUZZ_CASE=pages_case \
-	  $$($(PYTHON)-config --includes) fuzz/module_fuzz.c deferstitch/_tracemodule.c deferstitch/_tracedat.c deferstitch/_tracefeed.c deferstitch/_kallsyms.c \
-	  $$($(PYTHON)-config --embed --ldflags) -o $(FUZZ_DIR)/pages_fuzz
+	  $(PY_INCLUDES) fuzz/module_fuzz.c deferstitch/_tracemodule.c deferstitch/_tracedat.c deferstitch/_tracefeed.c deferstitch/_kallsyms.c \
+	  $(PY_EMBED) -o $(FUZZ_DIR)/pages_fuzz
 	DEFERSTITCH_ROOT=$(CURDIR) PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=0 \
 	  fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_DIR)/pages_fuzz $(FUZZ_DIR)/corpus-pages $(FUZZ_DIR)/seeds/pages \
 	  -artifact_prefix=$(FUZZ_DIR)/crashes/pages- $(FUZZ_FLAGS) & \
@@ -163,8 +170,8 @@ fuzz-dwarf: fuzz-seeds
 	mkdir -p $(FUZZ_DIR)/corpus-dwarf
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -DFUZZ_MODULE=_dwarf -DFUZZ_CASE=dwarf_case \
-	  $$($(PYTHON)-config --includes) fuzz/module_fuzz.c deferstitch/_dwarf.c \
-	  $$($(PYTHON)-config --embed --ldflags) -o $(FUZZ_DIR)/dwarf_fuzz
+	  $(PY_INCLUDES) fuzz/module_fuzz.c deferstitch/_dwarf.c \
+	  $(PY_EMBED) -o $(FUZZ_DIR)/dwarf_fuzz
 	DEFERSTITCH_ROOT=$(CURDIR) PYTHONMALLOC=malloc \
 	  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:abort_on_error=1 \
 	  fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_DIR)/dwarf_fuzz $(FUZZ_DIR)/corpus-dwarf $(FUZZ_DIR)/seeds/dwarf \
@@ -174,8 +181,8 @@ fuzz-feed: fuzz-seeds
 	mkdir -p $(FUZZ_DIR)/corpus-feed
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -DFUZZ_MODULE=_tracedat -DFUZZ_CASE=feed_case \
-	  $$($(PYTHON)-config --includes) fuzz/module_fuzz.c deferstitch/_tracemodule.c deferstitch/_tracedat.c deferstitch/_tracefeed.c deferstitch/_kallsyms.c \
-	  $$($(PYTHON)-config --embed --ldflags) -o $(FUZZ_DIR)/feed_fuzz
+	  $(PY_INCLUDES) fuzz/module_fuzz.c deferstitch/_tracemodule.c deferstitch/_tracedat.c deferstitch/_tracefeed.c deferstitch/_kallsyms.c \
+	  $(PY_EMBED) -o $(FUZZ_DIR)/feed_fuzz
 	DEFERSTITCH_ROOT=$(CURDIR) PYTHONMALLOC=malloc \
 	  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:quarantine_size_mb=16:malloc_context_size=4:abort_on_error=1 \
 	  fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_DIR)/feed_fuzz $(FUZZ_DIR)/corpus-feed $(FUZZ_DIR)/seeds/trace \
