@@ -262,17 +262,18 @@ def from_args(args, first_last):
     """The Selection the options of ``args`` ask for, or None when they ask for none.
     ``first_last()`` gives the recording's (first, last) sample times, asked only for percent
     slices."""
-    if all(getattr(args, n, None) is None for n in NAMES):
+    given = {n: getattr(args, n, None) for n in NAMES}
+    if all(v is None for v in given.values()):
         return None
     ranges = None
-    if args.time is not None:
-        first, last = first_last() if "%" in args.time else (None, None)
-        ranges = parse_time(args.time, first, last)
+    if given["time"] is not None:
+        first, last = first_last() if "%" in given["time"] else (None, None)
+        ranges = parse_time(given["time"], first, last)
     return Selection(
-        comms=parse_comms(args.comm) if args.comm is not None else None,
-        pids=parse_ints(args.pid, "pid") if args.pid is not None else None,
-        tids=parse_ints(args.tid, "tid") if args.tid is not None else None,
-        cpus=parse_cpus(args.cpu) if args.cpu is not None else None,
+        comms=parse_comms(given["comm"]) if given["comm"] is not None else None,
+        pids=parse_ints(given["pid"], "pid") if given["pid"] is not None else None,
+        tids=parse_ints(given["tid"], "tid") if given["tid"] is not None else None,
+        cpus=parse_cpus(given["cpu"]) if given["cpu"] is not None else None,
         ranges=ranges, text=options_text(args))
 
 
