@@ -23,7 +23,7 @@ import struct
 from ..abi import consts as C
 from ..perfdata import tracing_data
 from ..perfdata.sched import SchedSwitch
-from ..tracecmd.formats import (TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATIVE, TEP_FIELD_IS_SIGNED,
+from ..event_format import (TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATIVE, TEP_FIELD_IS_SIGNED,
                                 TEP_FIELD_IS_STRING, parse_event)
 from .script_fields import FieldsError
 

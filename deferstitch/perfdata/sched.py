@@ -10,7 +10,7 @@ import re
 import struct
 
 from ..abi import consts as C
-from ..tracecmd.formats import parse_event
+from ..event_format import parse_event
 from . import tracing_data
 
 # the table of Linux 5.14 to 7.x (TASK_REPORT), for a format whose print fmt we cannot read
@@ -62,7 +62,7 @@ class SchedSwitch:
 
     @classmethod
     def of_format(cls, fields, text, endian):
-        """The SchedSwitch of a sched_switch format: its field descriptions (formats.FieldDesc:
+        """The SchedSwitch of a sched_switch format: its field descriptions (event_format.FieldDesc:
         name, offset, size) and its text, whose ``__print_flags`` table gives the letters (the
         table of STATE_LETTERS where the text has none); None when a field it needs is missing.
         Both sides build theirs here (the trace side: tracecmd/offcpu.py)."""
