@@ -133,8 +133,7 @@ class _Parser:
         kind, tok = self.item()
         if kind == DELIM and tok == ")":
             return ITEM, tok                # "(REC)->"
-        if (kind, tok) != (OP, "->"):
-            raise Unsupported("REC not followed by ->")
+        _need(kind, tok, OP, "->", "REC not followed by ->")
         name = self.inp.expect_type(ITEM)
         if name is None:
             raise Unsupported("REC-> not followed by a name")
@@ -151,16 +150,10 @@ class _Parser:
             right = arg.right = Arg()
             kind, tok = self.arg(right)
         elif tok == "?":
-            left = Arg()
-            left.copy_from(arg)
-            arg.__dict__.clear()
-            arg.__dict__.update(Arg("op", op="?", left=left, right=None, prio=0).__dict__)
+            _push_down(arg, tok)
             kind, tok = self.cond(arg)
         elif tok in _BINARY:
-            left = Arg()
-            left.copy_from(arg)
-            arg.__dict__.clear()
-            arg.__dict__.update(Arg("op", op=tok, left=left, right=None).__dict__)
+            left = _push_down(arg, tok)
             arg.prio = 0 if left.kind == "null" else _prio(tok)
             if arg.prio < 0:
                 raise Unsupported("the operator %r" % tok)
@@ -183,16 +176,15 @@ class _Parser:
             else:
                 arg.right = right
         elif tok == "[":
-            left = Arg()
-            left.copy_from(arg)
-            arg.__dict__.clear()
-            arg.__dict__.update(Arg("op", op="[", left=left, right=None, prio=0).__dict__)
+            _push_down(arg, tok)
             kind, tok = self.array(arg)
         else:
             raise Unsupported("the operator %r" % tok)
         if kind == OP and tok != ":":
             if _prio(tok) > arg.prio:
                 return self.op(arg, tok)
+            if right is None:
+                raise Unsupported("the operator %r after %r" % (tok, arg.op))
             return self.op(right, tok)
         return kind, tok
 
@@ -203,8 +195,7 @@ class _Parser:
         kind, tok = self.arg(left)
         while kind == OP and tok != ":":
             kind, tok = self.op(left, tok)
-        if (kind, tok) != (OP, ":"):
-            raise Unsupported("? without :")
+        _need(kind, tok, OP, ":", "? without :")
         arg.op = ":"
         kind, tok = self.arg(right)
         top.right = arg
@@ -214,8 +205,7 @@ class _Parser:
         """process_array: ``[index]``."""
         arg = Arg()
         kind, tok = self.arg(arg)
-        if (kind, tok) != (OP, "]"):
-            raise Unsupported("an index that is not one item")
+        _need(kind, tok, OP, "]", "an index that is not one item")
         top.right = arg
         return self.item()
 
@@ -226,8 +216,7 @@ class _Parser:
             kind, tok = self.op(arg, tok)
         if kind == ITEM and tok == ")":
             return self.entry_after_paren(arg)
-        if (kind, tok) != (DELIM, ")"):
-            raise Unsupported("an unclosed (")
+        _need(kind, tok, DELIM, ")", "an unclosed (")
         kind, tok = self.item()
         if kind in (ITEM, DQUOTE, SQUOTE) or (kind == DELIM and tok == "("):
             if arg.kind != "atom":
@@ -319,18 +308,15 @@ class _Parser:
         """process_flags: __print_flags(value, "delim", { v, "name" }, ...)."""
         field = Arg()
         kind, tok = self.field_arg(field)
-        if (kind, tok) != (DELIM, ","):
-            raise Unsupported("__print_flags")
+        _need(kind, tok, DELIM, ",", "__print_flags")
         kind, tok = self.item()
         delim = None
         if kind in (ITEM, DQUOTE, SQUOTE):
             delim = tok
             kind, tok = self.item()
-        if (kind, tok) != (DELIM, ","):
-            raise Unsupported("__print_flags")
+        _need(kind, tok, DELIM, ",", "__print_flags")
         table, kind, tok = self.table()
-        if (kind, tok) != (DELIM, ")"):
-            raise Unsupported("__print_flags")
+        _need(kind, tok, DELIM, ")", "__print_flags")
         arg.__dict__.update(kind="flags", value=field, delim=delim, table=table)
         return self.item()
 
@@ -338,11 +324,9 @@ class _Parser:
         """process_symbols: __print_symbolic(value, { v, "name" }, ...)."""
         field = Arg()
         kind, tok = self.field_arg(field)
-        if (kind, tok) != (DELIM, ","):
-            raise Unsupported("__print_symbolic")
+        _need(kind, tok, DELIM, ",", "__print_symbolic")
         table, kind, tok = self.table()
-        if (kind, tok) != (DELIM, ")"):
-            raise Unsupported("__print_symbolic")
+        _need(kind, tok, DELIM, ")", "__print_symbolic")
         arg.__dict__.update(kind="symbol", value=field, table=table)
         return self.item()
 
@@ -357,18 +341,31 @@ class _Parser:
             kind, tok = self.arg(arg)
             if kind == OP:
                 kind, tok = self.op(arg, tok)
-            if (kind, tok) != (DELIM, ","):
-                raise Unsupported("a flag or symbol table")
+            _need(kind, tok, DELIM, ",", "a flag or symbol table")
             value = _arg_eval(arg)
             arg = Arg()
             kind, tok = self.arg(arg)
-            if (kind, tok) != (OP, "}"):
-                raise Unsupported("a flag or symbol table")
+            _need(kind, tok, OP, "}", "a flag or symbol table")
             out.append((value, _arg_eval(arg)))
             kind, tok = self.item()
             if (kind, tok) != (DELIM, ","):
                 break
         return out, kind, tok
+
+
+def _push_down(arg, op):
+    """The top arg copied to the left of a new op ``op`` that takes its place; the left."""
+    left = Arg()
+    left.copy_from(arg)
+    arg.__dict__.clear()
+    arg.__dict__.update(Arg("op", op=op, left=left).__dict__)
+    return left
+
+
+def _need(kind, tok, want_kind, want, what):
+    """test_type_token: the token the grammar wants here, else the construct is not parsed."""
+    if (kind, tok) != (want_kind, want):
+        raise Unsupported(what)
 
 
 def _consolidate(arg):
