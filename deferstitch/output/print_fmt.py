@@ -15,7 +15,7 @@ libtraceevent does not know (an enum the kernel left unresolved) matches nothing
 machine__resolve_kernel_addr answers tep's function resolver; %p prints as glibc's "%p".
 
 What libtraceevent does not parse, and the few helpers not followed here (the %pM/%pI/%pU/%ph
-extensions, cpumasks, function handlers of plugins), raise Unsupported naming the construct.
+extensions, function handlers of plugins, sizeof), raise Unsupported naming the construct.
 """
 from ..tracecmd.formats import (DELIM, DQUOTE, ITEM, NEWLINE, NONE, OP, SQUOTE,
                                 TEP_FIELD_IS_ARRAY, TEP_FIELD_IS_RELATIVE, Tokenizer, strtoul)
@@ -31,7 +31,7 @@ class Unsupported(ValueError):
 
 class Arg:
     """struct tep_print_arg: ``kind`` one of atom field op type flags symbol hex hex_str
-    int_array string bitmask dynarray dynarray_len null, and that kind's members."""
+    int_array string bitmask cpumask dynarray dynarray_len null, and that kind's members."""
 
     def __init__(self, kind=None, **kw):
         self.kind = kind
@@ -215,7 +215,7 @@ class _Parser:
         if kind == OP:
             kind, tok = self.op(arg, tok)
         if kind == ITEM and tok == ")":
-            return self.entry_after_paren(arg)
+            raise Unsupported("(REC)->")
         _need(kind, tok, DELIM, ")", "an unclosed (")
         kind, tok = self.item()
         if kind in (ITEM, DQUOTE, SQUOTE) or (kind == DELIM and tok == "("):
@@ -227,9 +227,6 @@ class _Parser:
             arg.__dict__.update(Arg("type", type=cast, item=item).__dict__)
             kind, tok = self.arg_token(item, kind, tok)
         return kind, tok
-
-    def entry_after_paren(self, arg):
-        raise Unsupported("(REC)->")
 
     def function(self, arg, name):
         """process_function: the helpers libtraceevent knows."""
@@ -257,8 +254,9 @@ class _Parser:
         if name in ("__get_str", "__get_rel_str"):
             arg.kind, arg.field = "string", self.field(self.name_then(")"))
             return self.inp.read_token()
-        if name in ("__get_bitmask", "__get_rel_bitmask"):
-            arg.kind, arg.field = "bitmask", self.field(self.name_then(")"))
+        if name in ("__get_bitmask", "__get_rel_bitmask", "__get_cpumask", "__get_rel_cpumask"):
+            arg.kind = "bitmask" if "bitmask" in name else "cpumask"
+            arg.field = self.field(self.name_then(")"))
             return self.inp.read_token()
         if name in ("__get_dynamic_array", "__get_rel_dynamic_array"):
             arg.kind, arg.field = "dynarray", self.field(self.name_then(")"))
@@ -409,15 +407,10 @@ def _arg_eval(arg):
     raise Unsupported("a flag or symbol table entry of kind %s" % arg.kind)
 
 
-def _strtoll(text):
-    v = strtoul(text)
-    return v
-
-
 def _num_eval(arg):
     """arg_num_eval: a constant expression (signed long long in C; kept mod 2^64 here)."""
     if arg.kind == "atom":
-        return _strtoll(arg.atom)
+        return strtoul(arg.atom)
     if arg.kind == "type":
         return _type(_num_eval(arg.item), arg.type, False)
     if arg.kind != "op":
@@ -502,9 +495,7 @@ def _num(arg, rec):
         return _type(_num(arg.item, rec), arg.type, False)
     if k == "dynarray_len":
         return rec.dynamic(arg.field)[1]
-    if k == "dynarray":
-        raise Unsupported("the address of a dynamic array as a number")
-    if k in ("flags", "symbol", "int_array", "hex", "hex_str", "string", "bitmask"):
+    if k in ("flags", "symbol", "int_array", "hex", "hex_str", "string", "bitmask", "cpumask"):
         return 0
     if k != "op":
         return 0
@@ -629,9 +620,10 @@ def _str(out, fmt, plen, arg, rec):
         off, ln = rec.dynamic(arg.field)
         if ln:
             put(_cstr(rec.raw[off:]))
-    elif k == "bitmask":
+    elif k in ("bitmask", "cpumask"):
         off, ln = rec.dynamic(arg.field)
-        out.append(_cformat(fmt, plen, _bitmask(bytes(rec.raw[off:off + ln]), rec.endian)))
+        show = _bitmask if k == "bitmask" else _cpumask
+        out.append(_cformat(fmt, plen, show(bytes(rec.raw[off:off + ln]), rec.endian)))
     elif k == "op":
         if arg.op == "?":
             branch = arg.right
@@ -657,6 +649,20 @@ def _bitmask(data, endian):
         out.insert(0, digits[-8:])
         digits = digits[:-8]
     return ",".join(out) if n else ""
+
+
+def _cpumask(data, endian):
+    """print_cpumask_to_seq: the set bits as ranges, "0-3,8"."""
+    order = data[::-1] if endian == ">" else data
+    bits = [i * 8 + b for i, byte in enumerate(order) for b in range(8) if byte >> b & 1]
+    out, i = [], 0
+    while i < len(bits):
+        j = i
+        while j + 1 < len(bits) and bits[j + 1] == bits[j] + 1:
+            j += 1
+        out.append("%d" % bits[i] if j == i else "%d-%d" % (bits[i], bits[j]))
+        i = j + 1
+    return ",".join(out)
 
 
 def _cformat(fmt, plen, s):
@@ -694,6 +700,10 @@ class PrintFmt:
     def __init__(self, fmt, args, resolve):
         self.pieces = _parse_args(fmt, args)
         self.resolve = resolve
+        for p in self.pieces:
+            if not isinstance(p, str) and p[0] != "string":
+                _numeric(p[2])
+
 
     def text(self, raw, endian):
         rec = Record(raw, endian)
@@ -723,6 +733,21 @@ class PrintFmt:
             name, start = hit
             return name + ("+0x%x" % ((val - start) & U64) if ext[0] in "FS" else "")
         return "0x%x" % val if val else "(nil)"
+
+
+def _numeric(arg):
+    """Refuse, before the run, a number that is the address of a record's data (a dynamic
+    array without an index: eval_num_arg gives the library's own pointer)."""
+    if arg is None:
+        return
+    if arg.kind == "dynarray":
+        raise Unsupported("the address of a dynamic array")
+    if arg.kind == "op" and arg.op == "[":
+        _numeric(arg.right)
+        return
+    for sub in (arg.__dict__.get("left"), arg.__dict__.get("right"), arg.__dict__.get("item")):
+        if isinstance(sub, Arg):
+            _numeric(sub)
 
 
 def _signed32(v):
