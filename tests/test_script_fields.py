@@ -50,7 +50,8 @@ def work(tmp_path_factory):
     (tp / "workload_b").write_bytes(lzma.decompress((TRACEPOINTS / "workload_b.xz").read_bytes()))
     (w / "tpsymfs" / "usr").symlink_to(w / "symfs" / "usr")
     (w / "tp.data").write_bytes(lzma.decompress((TRACEPOINTS / "tp.data.xz").read_bytes()))
-    (w / "tp2.data").write_bytes(lzma.decompress((TRACEPOINTS2 / "tp2.data.xz").read_bytes()))
+    for name in ("tp2.data", "tp3.data"):
+        (w / name).write_bytes(lzma.decompress((TRACEPOINTS2 / (name + ".xz")).read_bytes()))
     for scen, name in (("per_task", "per-task.data"), ("syswide", "syswide.data")):
         (w / ("offcpu-" + name)).write_bytes(lzma.decompress((OFFCPU / scen / (name + ".xz")).read_bytes()))
     (w / "kallsyms").write_bytes(lzma.decompress((CAPTURES / "kallsyms.xz").read_bytes()))
@@ -178,20 +179,22 @@ def test_trace_of_other_tracepoints_is_perfs_default_text(work):
 
 
 @pytest.mark.parametrize("accel", ["1", "0"])
-def test_trace_of_any_print_fmt_is_perfs_text(work, accel):
-    """tests/data/tracepoints2: 37 tracepoints of Linux 7.2 (casts, arithmetic, bit operators,
+@pytest.mark.parametrize("name, text, nevents, nsamples", [
+    ("tp2.data", "trace-fields.txt.xz", 37, 11924), ("tp3.data", "trace-fields-3.txt.xz", 62, 983)])
+def test_trace_of_any_print_fmt_is_perfs_text(work, accel, name, text, nevents, nsamples):
+    """tests/data/tracepoints2: 99 tracepoints of Linux 7.2 (casts, arithmetic, bit operators,
     comparisons and ? :, %p, %pS and %ps named by the kernel's symbols, __print_flags,
     __print_symbolic of numbers and of enum names, __get_str, __print_dynamic_array, an
-    indexed array field, libtraceevent's kmem, hrtimer and tlb plugins): every sample's
-    -F comm,tid,time,event,trace line as perf 7.2 printed it in the guest (perf prints some
-    of them in another order: samples are compared as perf's own tests here do, by content)."""
-    rc, out, err = ours(work, "tp2.data", "-F", "comm,tid,time,event,trace", accel=accel)
+    indexed array field, libtraceevent's kmem, hrtimer and tlb plugins, the syscalls): every
+    sample's -F comm,tid,time,event,trace line as perf 7.2 printed it in the guest (perf prints
+    some of them in another order: samples are compared by content, as compare() does)."""
+    rc, out, err = ours(work, name, "-F", "comm,tid,time,event,trace", accel=accel)
     assert rc == 0, err
-    theirs = lzma.open(TRACEPOINTS2 / "trace-fields.txt.xz").read().decode()
+    theirs = lzma.open(TRACEPOINTS2 / text).read().decode()
     seen = compare(out, theirs)
     assert seen["same"] == len(samples(theirs)), seen
     events = Counter(k[0].split(": ")[1].strip() for k in samples(out))
-    assert len(events) == 37 and sum(events.values()) == 11924, events
+    assert len(events) == nevents and sum(events.values()) == nsamples, events
 
 
 def test_a_print_fmt_not_rendered_is_refused_naming_the_event():
