@@ -211,6 +211,10 @@ def test_a_print_fmt_not_rendered_is_refused_naming_the_event():
     with pytest.raises(FieldsError, match=r"^-F trace: test:hrtimer_start's print fmt has the "
                                           r"function sizeof\(\), which"):
         printer("test:hrtimer_start", "test", text.replace(b"REC->was_armed", b"sizeof(REC->mode)"), "<")
+    # libtraceevent itself fails on it (as on vmscan's REC->ent.pid of Linux 7.2): refused too
+    with pytest.raises(FieldsError, match=r"^-F trace: test:hrtimer_start's print fmt has the "
+                                          r"operator '\.', which"):
+        printer("test:hrtimer_start", "test", text.replace(b"REC->was_armed", b"REC->ent.pid"), "<")
 
 
 # (file, -F ...): each against perf 7.2 run here on the same file

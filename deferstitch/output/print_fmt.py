@@ -29,6 +29,18 @@ class Unsupported(ValueError):
     """A print fmt this module does not print as libtraceevent does."""
 
 
+class Failed(Unsupported):
+    """A print fmt libtraceevent itself fails to parse (an operator or a function it does not
+    know, such as vmscan's ``REC->ent.pid`` of Linux 7.2): perf prints "[FAILED TO PARSE]" and
+    the raw fields (pretty_print -> tep_print_fields), which no capture here shows yet, so it
+    is refused too."""
+
+
+# the functions libtraceevent's plugins register (tep_register_print_function): not followed
+_PLUGIN_FUNCTIONS = ("__le16_to_cpup", "jbd2_dev_to_name", "jiffies_to_msecs", "is_writable_pte",
+                     "scsi_trace_parse_cdb", "xen_hypercall_name")
+
+
 class Arg:
     """struct tep_print_arg: ``kind`` one of atom field op type flags symbol hex hex_str
     int_array string bitmask cpumask dynarray dynarray_len null, and that kind's members."""
@@ -67,10 +79,12 @@ class _Parser:
     def item(self):
         return self.inp.read_item()
 
-    def field(self, name):
+    def field(self, name, missing=Unsupported):
+        """The field ``name``; a name the format lacks: None where libtraceevent goes on
+        (``missing`` None: the value is 0, the text empty), else the error ``missing``."""
         f = self.fields.get(name)
-        if f is None:
-            raise Unsupported("REC->%s, a field the format does not have" % name)
+        if f is None and missing is not None:
+            raise missing("%s, a field the format does not have" % name)
         return f
 
     def args(self):
@@ -137,7 +151,7 @@ class _Parser:
         name = self.inp.expect_type(ITEM)
         if name is None:
             raise Unsupported("REC-> not followed by a name")
-        arg.kind, arg.name, arg.field = "field", name, self.field(name)
+        arg.kind, arg.name, arg.field = "field", name, self.field(name, None)
         return self.inp.read_token()
 
     def op(self, arg, tok):
@@ -179,7 +193,7 @@ class _Parser:
             _push_down(arg, tok)
             kind, tok = self.array(arg)
         else:
-            raise Unsupported("the operator %r" % tok)
+            raise Failed("the operator %r" % tok)
         if kind == OP and tok != ":":
             if _prio(tok) > arg.prio:
                 return self.op(arg, tok)
@@ -252,20 +266,20 @@ class _Parser:
             arg.el_size = self.delim(")")
             return self.item()
         if name in ("__get_str", "__get_rel_str"):
-            arg.kind, arg.field = "string", self.field(self.name_then(")"))
+            arg.kind, arg.field = "string", self.field(self.name_then(")"), None)
             return self.inp.read_token()
         if name in ("__get_bitmask", "__get_rel_bitmask", "__get_cpumask", "__get_rel_cpumask"):
             arg.kind = "bitmask" if "bitmask" in name else "cpumask"
-            arg.field = self.field(self.name_then(")"))
+            arg.field = self.field(self.name_then(")"), None)
             return self.inp.read_token()
         if name in ("__get_dynamic_array", "__get_rel_dynamic_array"):
-            arg.kind, arg.field = "dynarray", self.field(self.name_then(")"))
+            arg.kind, arg.field = "dynarray", self.field(self.name_then(")"), Failed)
             kind, tok = self.item()
             if kind == OP and tok == "[":
                 raise Unsupported("%s(...)[...]" % name)
             return kind, tok
         if name in ("__get_dynamic_array_len", "__get_rel_dynamic_array_len"):
-            arg.kind, arg.field = "dynarray_len", self.field(self.name_then(")"))
+            arg.kind, arg.field = "dynarray_len", self.field(self.name_then(")"), Failed)
             return self.inp.read_token()
         if name == "__builtin_expect":
             kind, tok = self.arg(arg)
@@ -274,7 +288,9 @@ class _Parser:
             if self.inp.expect_type(ITEM) is None or not self.inp.expected(DELIM, ")"):
                 raise Unsupported("__builtin_expect")
             return self.item()
-        raise Unsupported("the function %s()" % name)
+        if name in _PLUGIN_FUNCTIONS or name == "sizeof":
+            raise Unsupported("the function %s()" % name)
+        raise Failed("the function %s(), which libtraceevent does not know" % name)
 
     def name_then(self, close):
         """A field name and the delimiter after it."""
@@ -488,7 +504,7 @@ def _num(arg, rec):
         return strtoul(arg.atom)            # test_for_symbol: perf's tep has no function list
     if k == "field":
         f = arg.field
-        if f.offset + f.size > len(rec.raw):
+        if f is None or f.offset + f.size > len(rec.raw):
             return 0
         return rec.number(f.offset, f.size)
     if k == "type":
@@ -507,6 +523,8 @@ def _num(arg, rec):
             typearg = typearg or larg
             larg = larg.item
         if larg.kind == "field":
+            if larg.field is None:
+                return 0            # out_warning_field
             size = larg.field.elementsize
             off = larg.field.offset + right * larg.field.elementsize
         elif larg.kind == "dynarray":
@@ -514,7 +532,7 @@ def _num(arg, rec):
             off += right
             size = larg.field.elementsize or LONG_SIZE
         else:
-            raise Unsupported("an index into something that is not a field")
+            return 0                # default_op: "[" is no operator there (out_warning_op)
         if off + size > len(rec.raw):
             return 0
         val = rec.number(off, size)
@@ -570,6 +588,8 @@ def _str(out, fmt, plen, arg, rec):
         put(arg.atom)
     elif k == "field":
         f = arg.field
+        if f is None:
+            return
         if not f.flags & TEP_FIELD_IS_ARRAY and f.size == LONG_SIZE:
             out.append("%x" % rec.number(f.offset, 8))     # a pointer, by its address
         else:
@@ -617,10 +637,14 @@ def _str(out, fmt, plen, arg, rec):
             raise Unsupported("__print_array of %d-byte elements" % el)
         out.append("{" + ",".join("0x%x" % rec.number(base + i * el, el) for i in range(n)) + "}")
     elif k == "string":
+        if arg.field is None:
+            return
         off, ln = rec.dynamic(arg.field)
         if ln:
             put(_cstr(rec.raw[off:]))
     elif k in ("bitmask", "cpumask"):
+        if arg.field is None:
+            return
         off, ln = rec.dynamic(arg.field)
         show = _bitmask if k == "bitmask" else _cpumask
         out.append(_cformat(fmt, plen, show(bytes(rec.raw[off:off + ln]), rec.endian)))
@@ -861,3 +885,4 @@ def parse(text, fields, resolve=None):
     if (kind, tok) == (DELIM, ","):
         args = _Parser(inp, fields).args()
     return PrintFmt(fmt, args, resolve)
+
