@@ -14,9 +14,11 @@ libtraceevent does not know (an enum the kernel left unresolved) matches nothing
 %pS/%ps/%pF/%pf name the address by ``resolve(addr)`` -> (name, symbol start) or None, as perf's
 machine__resolve_kernel_addr answers tep's function resolver; %p prints as glibc's "%p".
 
-What libtraceevent does not parse, and the few helpers not followed here (the %pM/%pI/%pU/%ph
-extensions, function handlers of plugins, sizeof), raise Unsupported naming the construct.
+%pI4/%pI6/%pI6c/%pIS print addresses (ip_text.py). What libtraceevent does not parse, and the
+few helpers not followed here (the %pM/%pU/%ph extensions, function handlers of plugins, sizeof),
+raise Unsupported naming the construct.
 """
+from . import ip_text
 from ..tracecmd.formats import (DELIM, DQUOTE, ITEM, NEWLINE, NONE, OP, SQUOTE,
                                 TEP_FIELD_IS_ARRAY, TEP_FIELD_IS_RELATIVE, Tokenizer, strtoul)
 
@@ -712,9 +714,8 @@ def _number(fmt, plen, ls, val):
         return ("%" + spec.replace("#", "") + "c") % chr(val & 0xff)
     if conv in "di" and val >> (bits - 1):
         val -= 1 << bits
-    if "#" in spec:
-        if conv == "o" or val == 0:
-            raise Unsupported("the conversion %s" % fmt)
+    if "#" in spec and val == 0:
+        spec = spec.replace("#", "")          # C: no 0x before a 0
     return ("%" + spec + ("d" if conv in "diu" else conv)) % val
 
 
@@ -725,7 +726,7 @@ class PrintFmt:
         self.pieces = _parse_args(fmt, args)
         self.resolve = resolve
         for p in self.pieces:
-            if not isinstance(p, str) and p[0] != "string":
+            if not isinstance(p, str) and p[0] != "string" and "pI" not in p[1] and "pi" not in p[1]:
                 _numeric(p[2])
 
 
@@ -746,10 +747,25 @@ class PrintFmt:
                 out.append(self._pointer(fmt, arg, rec))
         return "".join(out)
 
+    @staticmethod
+    def _ip(ext, arg, rec):
+        """print_ip_arg: the field's (or dynamic array's) bytes as an address."""
+        while arg.kind == "type":
+            arg = arg.item
+        if arg.kind == "dynarray":
+            off, ln = rec.dynamic(arg.field)
+        elif arg.field is None:
+            return ""
+        else:
+            off, ln = arg.field.offset, arg.field.size
+        return ip_text.text(ext, rec.raw[off:off + ln], rec.endian == ">")
+
     def _pointer(self, fmt, arg, rec):
         """print_arg_pointer: %p as glibc prints it, %pS %ps %pF %pf by the kernel's symbols."""
         val = _num(arg, rec)
         ext = fmt[fmt.index("p") + 1:]
+        if ext[:1] in ("I", "i"):
+            return self._ip(ext, arg, rec)
         if ext[:1] in ("F", "f", "S", "s"):
             hit = self.resolve(val) if self.resolve else None
             if hit is None:
@@ -772,6 +788,14 @@ def _numeric(arg):
     for sub in (arg.__dict__.get("left"), arg.__dict__.get("right"), arg.__dict__.get("item")):
         if isinstance(sub, Arg):
             _numeric(sub)
+
+
+def _ip_arg(arg):
+    """print_ipv4_arg & co. print a field (a sockaddr also a dynamic array), after casts."""
+    while arg.kind == "type":
+        arg = arg.item
+    if arg.kind not in ("field", "dynarray"):
+        raise Unsupported("%pI of an argument that is not a field")
 
 
 def _signed32(v):
@@ -843,11 +867,16 @@ def _parse_format(pieces, fmt, i, args):
             ext = fmt[i + 1:i + 2]
             if ext in ("F", "S", "f", "s"):
                 i += 1
+            elif ext in ("I", "i") and fmt[i + 2:i + 3] in ("4", "6", "S"):
+                i += ip_text.consumed(fmt[i + 1:])
+                _ip_arg(args[0])
             elif ext in ("M", "m", "I", "i", "U", "h"):
                 raise Unsupported("the conversion %%p%s" % ext)
             pieces.append(("pointer", fmt[start:i + 1], args.pop(0), len_arg, ls))
             return i + 1
         elif c in "cduixXo":
+            if c == "o" and "#" in fmt[start:i]:
+                raise Unsupported("the conversion %s" % fmt[start:i + 1])   # Python's 0o
             if not args:
                 raise Unsupported("%s without its argument" % fmt[start:i + 1])
             if ls not in _BITS:
