@@ -19,8 +19,10 @@ few helpers not followed here (the %pM/%pU/%ph extensions, function handlers of 
 raise Unsupported naming the construct.
 """
 from . import ip_text
-from ..tracecmd.formats import (DELIM, DQUOTE, ITEM, NEWLINE, NONE, OP, SQUOTE,
-                                TEP_FIELD_IS_ARRAY, TEP_FIELD_IS_RELATIVE, Tokenizer, strtoul)
+from ..tracecmd.formats import (DELIM, DQUOTE, ITEM, NEWLINE, NONE, OP, SQUOTE, TEP_FIELD_IS_ARRAY,
+                                TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_LONG, TEP_FIELD_IS_POINTER,
+                                TEP_FIELD_IS_RELATIVE, TEP_FIELD_IS_SIGNED, TEP_FIELD_IS_STRING,
+                                Tokenizer, strtoul)
 
 U64 = (1 << 64) - 1
 LONG_SIZE = 8
@@ -34,8 +36,7 @@ class Unsupported(ValueError):
 class Failed(Unsupported):
     """A print fmt libtraceevent itself fails to parse (an operator or a function it does not
     know, such as vmscan's ``REC->ent.pid`` of Linux 7.2): perf prints "[FAILED TO PARSE]" and
-    the raw fields (pretty_print -> tep_print_fields), which no capture here shows yet, so it
-    is refused too."""
+    the raw fields (pretty_print -> tep_print_fields): FailedFmt."""
 
 
 # the functions libtraceevent's plugins register (tep_register_print_function): not followed
@@ -915,3 +916,40 @@ def parse(text, fields, resolve=None):
         args = _Parser(inp, fields).args()
     return PrintFmt(fmt, args, resolve)
 
+
+
+class FailedFmt:
+    """pretty_print of an event libtraceevent failed to parse: "[FAILED TO PARSE]", then each
+    field as `` name=value`` (tep_print_fields -> print_field_raw)."""
+
+    def __init__(self, fields):
+        self.fields = fields
+
+    def text(self, raw, endian):
+        rec = Record(raw, endian)
+        return "[FAILED TO PARSE]" + "".join(" %s=%s" % (f.name, _raw_field(f, rec))
+                                             for f in self.fields)
+
+
+def _raw_field(f, rec):
+    """print_field_raw: a printable string array as text, other arrays as ARRAY[hex, ...],
+    numbers by their sign, size and pointer-ness."""
+    if f.flags & TEP_FIELD_IS_ARRAY:
+        off, ln = rec.dynamic(f) if f.flags & TEP_FIELD_IS_DYNAMIC else (f.offset, f.size)
+        data = bytes(rec.raw[off:off + ln])
+        text = data.split(b"\0", 1)[0]
+        if f.flags & TEP_FIELD_IS_STRING and all(32 <= b < 127 or 9 <= b <= 13 for b in text):
+            return _cstr(rec.raw[off:])
+        return "ARRAY[" + ", ".join("%02x" % b for b in data) + "]"
+    val = rec.number(f.offset, f.size)
+    if f.flags & TEP_FIELD_IS_POINTER:
+        return "0x%x" % val
+    if f.flags & TEP_FIELD_IS_SIGNED:
+        if f.size == 4:
+            return "0x%x" % _signed32(val) if f.flags & TEP_FIELD_IS_LONG else "%d" % _signed32(val)
+        if f.size == 2:
+            return "%2d" % (val - (1 << 16) if val >> 15 else val)
+        if f.size == 1:
+            return "%1d" % (val - (1 << 8) if val >> 7 else val)
+        return "%d" % _signed(val)
+    return "0x%x" % val if f.flags & TEP_FIELD_IS_LONG else "%d" % val

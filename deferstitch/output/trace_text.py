@@ -238,6 +238,8 @@ def printer(name, system, text, endian, resolve=None):
     try:
         pretty = _Pretty(print_fmt.parse(bytes(text), {d.name: d for d in list(desc.common or ())
                                                        + list(desc.fields)}, resolve), endian)
+    except print_fmt.Failed:
+        pretty = _Pretty(print_fmt.FailedFmt(list(desc.fields)), endian)
     except print_fmt.Unsupported as why:
         raise FieldsError("-F trace: %s's print fmt has %s, which deferstitch does not render"
                           % (name, why)) from None
