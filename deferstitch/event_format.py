@@ -224,6 +224,9 @@ class _Input:
         return text if got == kind else None
 
 
+Tokenizer = _Input      # for output/print_fmt.py, which parses the print fmt's arguments
+
+
 _STRTOUL = re.compile(r"[ \t\n\v\f\r]*([-+]?)(0[xX](?=[0-9a-fA-F])|0?)([0-9a-zA-Z]*)")
 
 

@@ -64,7 +64,7 @@ class PerfScript(Sink):
         the Python path when a tracepoint's trace text is shown (it reads the raw data)."""
         if self._request.prints_trace(perf):
             from .trace_text import TraceText
-            self._trace = TraceText(perf)
+            self._trace = TraceText(perf, self.ctx)
             self.takes = None
         self._layout(0)
 

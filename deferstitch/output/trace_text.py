@@ -8,34 +8,33 @@ TEP_PRINT_INFO, the event's handler from the plugins perf loads, else its print 
   prints them, by the format's own __print_flags table (perfdata/sched.py).
 - sched:sched_wakeup and sched_wakeup_new: the same plugin's sched_wakeup_handler,
   ``comm:pid [prio] CPU:target_cpu``.
-- any other event whose print fmt is one format string and arguments ``REC->field``,
-  ``__get_str(field)``, ``REC->field ? "a" : "b"`` or ``__print_symbolic(REC->field, { N,
-  "name" }, ...)`` (numbers only), with the conversions d i u o x X c s (flags, width,
-  precision, the h hh l ll z lengths): printf'd as libtraceevent does.
+- kmem:kfree, kmalloc, kmalloc_node, kmem_cache_alloc, kmem_cache_alloc_node, kmem_cache_free:
+  plugins/plugin_kmem.c call_site_handler, ``(func+0xoff) `` and then the print fmt's text.
+- timer:hrtimer_expire_entry and hrtimer_start: plugins/plugin_hrtimer.c's handlers.
+- tlb:tlb_flush: plugins/plugin_tlb.c tlb_flush_handler.
+- any other event: its print fmt, parsed and printed as libtraceevent does (print_fmt.py).
 
-Anything else (casts and other expressions, __print_flags, __print_symbolic of enum names, %p
-and the kernel's %p extensions) is refused when the run starts (``check``), naming the event:
-never printed differently from perf.
+Kernel addresses (%pS, %ps, the plugins' function names) are named as perf names them for the
+library (machine__resolve_kernel_addr): by the run's kernel symbols (PerfContext's resolver).
+
+A print fmt print_fmt.py does not follow (the %pM %pI %pU %ph extensions, cpumasks, functions of
+plugins) is refused when the run starts (``check``), naming the event and the construct: never
+printed differently from perf.
 """
-import re
 import struct
 
 from ..abi import consts as C
 from ..perfdata import tracing_data
 from ..perfdata.sched import SchedSwitch
-from ..event_format import (TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATIVE, TEP_FIELD_IS_SIGNED,
-                                TEP_FIELD_IS_STRING, parse_event)
+from ..event_format import TEP_FIELD_IS_DYNAMIC, TEP_FIELD_IS_RELATIVE, parse_event
+from ..symbols.maps import KERNEL_START
+from . import print_fmt
 from .script_fields import FieldsError
 
-_CONV = re.compile(r"%([-+ #0]*)(\d*)(?:\.(\d+))?(hh|h|ll|l|z)?([diouxXcs%])")
-_ARG = re.compile(r"^(?:REC->(\w+)|__get_str\((\w+)\))$")
-_TERNARY = re.compile(r'^REC->(\w+) \? "([^"\\]*)" : "([^"\\]*)"$')
-_SYMBOLIC = re.compile(r"^__print_symbolic\(REC->(\w+),(.*)\)$", re.S)
-_SYMBOL = re.compile(r'\{\s*(-?(?:0x[0-9a-fA-F]+|\d+))\s*,\s*"([^"\\]*)"\s*\}')
-_ESC = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
-_BITS = {"hh": 8, "h": 16, None: 32, "l": 64, "ll": 64, "z": 64}
-_INTS = {1: "B", 2: "H", 4: "I", 8: "Q"}
-_TEXT = TEP_FIELD_IS_STRING | TEP_FIELD_IS_DYNAMIC     # a field %s prints
+_KMEM = ("kfree", "kmalloc", "kmalloc_node", "kmem_cache_alloc", "kmem_cache_alloc_node",
+         "kmem_cache_free")
+_TLB = {0: "flush on task switch", 1: "remote shootdown", 2: "local shootdown",
+        3: "local mm shootdown"}
 
 
 class _Field:
@@ -49,13 +48,6 @@ class _Field:
             raise ValueError("field of %d bytes" % self.size)
         return struct.unpack_from(self.endian + code, raw, self.off)[0]
 
-    def value(self, raw):
-        """The field as a printf argument: a signed field as signed."""
-        v = self.number(raw)
-        if self.flags & TEP_FIELD_IS_SIGNED and v >> (8 * self.size - 1):
-            v -= 1 << (8 * self.size)
-        return v
-
     def string(self, raw):
         if self.flags & TEP_FIELD_IS_DYNAMIC:       # __data_loc: u32 len << 16 | offset
             loc = struct.unpack_from(self.endian + "I", raw, self.off)[0]
@@ -68,130 +60,71 @@ class _Field:
         return bytes(data).split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
-class _Choice:
-    """``REC->f ? "a" : "b"``: a string by the field's truth."""
-
-    def __init__(self, field, yes, no):
-        self.field, self.yes, self.no = field, yes, no
-
-    def string(self, raw):
-        return self.yes if self.field.number(raw) else self.no
+_INTS = {1: "B", 2: "H", 4: "I", 8: "Q"}
 
 
-class _Symbolic:
-    """``__print_symbolic(REC->f, { value, "name" }, ...)``: the name of the field's value,
-    else the value as 0x%llx (libtraceevent print_str_arg, TEP_PRINT_SYMBOL)."""
+class _Pretty:
+    """pretty_print: the event's print fmt (output/print_fmt.py)."""
 
-    def __init__(self, field, names):
-        self.field, self.names = field, names
-
-    def string(self, raw):
-        v = self.field.value(raw)
-        name = self.names.get(v)
-        return name if name is not None else "0x%x" % (v & 0xffffffffffffffff)
-
-
-def _arg(text, fields):
-    """The printer of one print fmt argument, or None when it is not one rendered here."""
-    a = _ARG.match(text)
-    if a:
-        return fields.get(a.group(1) or a.group(2))
-    a = _TERNARY.match(text)
-    if a and a.group(1) in fields:
-        return _Choice(fields[a.group(1)], a.group(2), a.group(3))
-    a = _SYMBOLIC.match(text)
-    if a and a.group(1) in fields:
-        table = a.group(2).strip()
-        pairs = _SYMBOL.findall(table)
-        if pairs and _SYMBOL.sub("", table).replace(",", "").strip() == "":
-            return _Symbolic(fields[a.group(1)], {int(v, 0): n for v, n in pairs})
-    return None
-
-
-def _split_args(text):
-    """The print fmt line after its string: the arguments split at top-level commas."""
-    args, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "," and depth == 0:
-            args.append(cur.strip())
-            cur = ""
-            continue
-        depth += ch in "([{"
-        depth -= ch in ")]}"
-        cur += ch
-    if cur.strip():
-        args.append(cur.strip())
-    return args
-
-
-def _print_fmt(fmt_text):
-    """(format string, [argument texts]) of a format's ``print fmt:`` line, or None."""
-    m = re.search(rb'^print fmt: "((?:[^"\\]|\\.)*)"(.*)$', fmt_text, re.M | re.S)
-    if m is None:
-        return None
-    fmt = re.sub(r"\\(.)", lambda e: _ESC.get(e.group(1), "\\" + e.group(1)),
-                 m.group(1).decode("utf-8", "replace"))
-    rest = m.group(2).decode("utf-8", "replace").strip()
-    return fmt, _split_args(rest[1:] if rest.startswith(",") else rest)
-
-
-class _Printf:
-    """A print fmt of REC->field / __get_str(field) arguments."""
-
-    def __init__(self, name, fmt, args, fields, endian):
-        self.pieces = []            # literal text, or (spec, length, conv, field)
-        convs = list(_CONV.finditer(fmt))
-        known = {m.start() for m in convs} | {m.start() + 1 for m in convs if m.group(5) == "%"}
-        odd = [fmt[i:i + 3] for i in range(len(fmt)) if fmt[i] == "%" and i not in known]
-        if odd:
-            raise FieldsError("-F trace: %s's print fmt has the conversion %r, which deferstitch "
-                              "does not render" % (name, odd[0]))
-        pos, argi = 0, 0
-        for m in convs:
-            self.pieces.append(fmt[pos:m.start()])
-            pos = m.end()
-            if m.group(5) == "%":
-                self.pieces.append("%")
-                continue
-            if argi >= len(args):
-                raise FieldsError("-F trace: %s's print fmt has fewer arguments than conversions" % name)
-            field = _arg(args[argi], fields)
-            argi += 1
-            if field is None:
-                raise FieldsError("-F trace: %s's print fmt argument %r is not one deferstitch "
-                                  "renders" % (name, args[argi - 1]))
-            text = not isinstance(field, _Field) or field.flags & _TEXT
-            if (m.group(5) == "s") != bool(text):         # %s of a number, a number of a string
-                raise FieldsError("-F trace: %s's print fmt prints %r with %%%s, which deferstitch "
-                                  "does not render" % (name, args[argi - 1], m.group(5)))
-            spec = "%" + m.group(1) + m.group(2) + ("." + m.group(3) if m.group(3) else "")
-            self.pieces.append((spec, m.group(4), m.group(5), field))
-        rest = fmt[pos:]
-        if argi != len(args):
-            raise FieldsError("-F trace: %s's print fmt has arguments deferstitch does not "
-                              "render" % name)
-        self.pieces.append(rest)
+    def __init__(self, fmt, endian):
+        self.fmt, self.endian = fmt, endian
 
     def text(self, raw):
-        out = []
-        for p in self.pieces:
-            if isinstance(p, str):
-                out.append(p)
-                continue
-            spec, length, conv, field = p
-            if conv == "s":
-                out.append((spec + "s") % field.string(raw))
-                continue
-            v = field.value(raw)
-            bits = _BITS[length]
-            v &= (1 << bits) - 1
-            if conv in "di" and v >> (bits - 1):
-                v -= 1 << bits
-            if conv == "c":
-                out.append((spec + "c") % chr(v & 0xff))
-            else:
-                out.append((spec + ("d" if conv in "diu" else conv)) % v)
-        return "".join(out)
+        return self.fmt.text(raw, self.endian)
+
+
+class _CallSite:
+    """plugin_kmem.c call_site_handler: ``(func+0xoff) `` before the print fmt's text, when
+    the call site names a kernel function."""
+
+    def __init__(self, field, resolve, pretty):
+        self.field, self.resolve, self.pretty = field, resolve, pretty
+
+    def text(self, raw):
+        val = self.field.number(raw)
+        hit = self.resolve(val)
+        head = "(%s+0x%x) " % (hit[0], (val - hit[1]) & 0xffffffff) if hit else ""
+        return head + self.pretty.text(raw)
+
+
+class _Hrtimer:
+    """plugin_hrtimer.c timer_expire_handler / timer_start_handler: ``hrtimer=0x%llx``, the
+    function as tep_print_func_field prints it (``name/0x<start - addr>``), the times %llu."""
+
+    def __init__(self, fields, resolve, start):
+        self.f, self.resolve, self.start = fields, resolve, start
+
+    def func(self, raw):
+        val = self.f["function"].number(raw)
+        hit = self.resolve(val)
+        if hit is None:
+            return "0x%08x" % val
+        return "%s/0x%x" % (hit[0], (hit[1] - val) & 0xffffffffffffffff)
+
+    def text(self, raw):
+        f = self.f
+        timer = f.get("timer") or f["hrtimer"]
+        out = "hrtimer=0x%x" % timer.number(raw)
+        if self.start:
+            return out + " function=%s expires=%d softexpires=%d" % (
+                self.func(raw), f["expires"].number(raw), f["softexpires"].number(raw))
+        return out + " now=%d function=%s" % (f["now"].number(raw), self.func(raw))
+
+
+class _TlbFlush:
+    """plugin_tlb.c tlb_flush_handler: ``pages=%ld reason=<words> (%lld)``."""
+
+    def __init__(self, fields):
+        self.f = fields
+
+    def text(self, raw):
+        pages = _int64(self.f["pages"].number(raw))
+        reason = self.f["reason"].number(raw)
+        return "pages=%d reason=%s (%d)" % (pages, _TLB.get(reason, ""), _int64(reason))
+
+
+def _int64(v):
+    return v - (1 << 64) if v >> 63 else v
 
 
 class _Wakeup:
@@ -237,9 +170,18 @@ class TraceText:
     """``text(entry, raw)``: the trace field of a sample of ``entry``; ``check(entries)``
     refuses, at the start, an event this module cannot print as perf does."""
 
-    def __init__(self, perf):
+    def __init__(self, perf, ctx=None):
         self.perf = perf
         self.printers = {}
+        self.resolver = ctx.resolver if ctx is not None else None
+
+    def resolve(self, addr):
+        """machine__resolve_kernel_addr, tep's function resolver in perf: (name, start) of
+        the kernel symbol holding addr, or None."""
+        if self.resolver is None or addr < KERNEL_START:
+            return None
+        name, off, _dso = self.resolver.frame(-1, addr)
+        return (name, addr - off) if name is not None else None
 
     def check(self, entries):
         for e in entries:
@@ -266,12 +208,14 @@ class TraceText:
         if found is None:
             raise FieldsError("-F trace: %s: the file holds no format for it (HEADER_TRACING_DATA)"
                               % entry.name)
-        return printer(entry.name, found[0], found[1], perf.endian)
+        return printer(entry.name, found[0], found[1], perf.endian, self.resolve)
 
 
-def printer(name, system, text, endian):
+def printer(name, system, text, endian, resolve=None):
     """The printer of the trace text of event ``name`` by its format ``text`` (bytes) of
-    ``system``: ``printer(...).text(raw)``; FieldsError when it is not one printed here."""
+    ``system``: ``printer(...).text(raw)``; FieldsError when it is not one printed here.
+    ``resolve(addr)``: (name, start) of a kernel address's symbol, or None."""
+    resolve = resolve or (lambda _addr: None)
     desc, _why = parse_event(text, system)
     if desc is None:
         raise FieldsError("-F trace: %s: its format does not parse" % name)
@@ -284,7 +228,21 @@ def printer(name, system, text, endian):
     if system == "sched" and desc.name in ("sched_wakeup", "sched_wakeup_new") \
             and "pid" in fields and "comm" in fields:
         return _Wakeup(fields)
-    parsed = _print_fmt(bytes(text))
-    if parsed is None:
-        raise FieldsError("-F trace: %s: its format has no print fmt" % name)
-    return _Printf(name, parsed[0], parsed[1], fields, endian)
+    if system == "timer" and desc.name in ("hrtimer_expire_entry", "hrtimer_start") \
+            and "function" in fields and ("timer" in fields or "hrtimer" in fields) \
+            and all(n in fields for n in (("expires", "softexpires") if desc.name == "hrtimer_start"
+                                          else ("now",))):
+        return _Hrtimer(fields, resolve, desc.name == "hrtimer_start")
+    if system == "tlb" and desc.name == "tlb_flush" and "pages" in fields and "reason" in fields:
+        return _TlbFlush(fields)
+    try:
+        pretty = _Pretty(print_fmt.parse(bytes(text), {d.name: d for d in list(desc.common or ())
+                                                       + list(desc.fields)}, resolve), endian)
+    except print_fmt.Failed:
+        pretty = _Pretty(print_fmt.FailedFmt(list(desc.fields)), endian)
+    except print_fmt.Unsupported as why:
+        raise FieldsError("-F trace: %s's print fmt has %s, which deferstitch does not render"
+                          % (name, why)) from None
+    if system == "kmem" and desc.name in _KMEM and "call_site" in fields:
+        return _CallSite(fields["call_site"], resolve, pretty)
+    return pretty

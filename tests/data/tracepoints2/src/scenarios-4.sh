@@ -1,0 +1,4 @@
+# -F trace: network, ipi, skb, sock, tcp and percpu tracepoints (cpumasks, enum drop reasons, %pS, hex), with
+# deferred user callchains; perf 7.2's own -F comm,tid,time,event,trace beside it.
+DEF="--call-graph fp,defer"
+cap tracepoints4 tp4.data "cat /sys/kernel/tracing/available_events > available_events.txt; busybox ip link set lo up > ip.txt 2>&1; EV=\$(grep -E '^(ipi|skb|net|sock|tcp|udp|percpu|neigh|napi|fib|fib6|qdisc|sched):' available_events.txt | grep -vE 'sched:sched_(switch|wakeup|waking|stat_runtime|migrate_task|process)' | head -250 | sed 's/^/-e /'); echo \$EV > events.txt; ulimit -n 65536; perf record \$EV $DEF -o tp4.data -- bash -c 'echo x > /dev/tcp/127.0.0.1/9; (exec 3<>/dev/tcp/127.0.0.1/22) 2>/dev/null; echo hi | busybox nc -l -p 7777 & sleep 0.05; echo data | busybox nc 127.0.0.1 7777; wait; $W/workload_b 0.02; true' ; echo rc=\$? > record-rc.txt; perf script -F comm,tid,time,event,trace -i tp4.data > trace-fields.txt 2> trace-fields.stderr"

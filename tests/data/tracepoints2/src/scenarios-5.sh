@@ -1,0 +1,4 @@
+# -F trace: vmscan tracepoints (Linux 7.2's REC->ent.pid, which libtraceevent fails to parse) under memcg
+# reclaim, with deferred user callchains; perf 7.2's own -F comm,tid,time,event,trace beside it.
+DEF="--call-graph fp,defer"
+cap tracepoints5 tp5.data "mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null; echo +memory > /sys/fs/cgroup/cgroup.subtree_control; mkdir -p /sys/fs/cgroup/t; echo 24M > /sys/fs/cgroup/t/memory.max; cat /sys/fs/cgroup/t/memory.max > cg.txt 2>&1; EV=\$(grep -E '^(vmscan|oom):' /sys/kernel/tracing/available_events | sed 's/^/-e /'); echo \$EV > events.txt; perf record \$EV $DEF -o tp5.data -- bash -c 'echo \$\$ > /sys/fs/cgroup/t/cgroup.procs; dd if=/dev/zero of=/tmp/fill bs=1M count=40 2>/dev/null; rm -f /tmp/fill; python3 -c \"x = bytearray(40 << 20)\"; true' ; echo rc=\$? > record-rc.txt; perf script -F comm,tid,time,event,trace -i tp5.data > trace-fields.txt 2> trace-fields.stderr"
