@@ -232,9 +232,6 @@ class Selection:
             return False
         return not time_skips(self.ranges, time)
 
-    def to_json(self):
-        return {"options": self.text}
-
 
 def perf_options(argv, option):
     """The selection options perf was given (its own command line, for the perf script plugin:
